@@ -1,0 +1,42 @@
+//! Errors of the control plane.
+
+use crate::types::NodeId;
+
+pub type Result<T, E = MetaError> = std::result::Result<T, E>;
+
+#[derive(Debug, thiserror::Error)]
+pub enum MetaError {
+    #[error("storage: cannot {what}: {source}")]
+    Storage {
+        what: String,
+        #[source]
+        source: sled::Error,
+    },
+    #[error("storage: {what} is corrupt: {reason}")]
+    Corrupt { what: String, reason: String },
+    /// No leader could be reached before the deadline; retriable.
+    #[error("no leader reachable within {waited_ms} ms (last problem: {last})")]
+    Unavailable { waited_ms: u128, last: String },
+    #[error("cannot reach node {node} at {addr}: {reason}")]
+    Unreachable {
+        node: NodeId,
+        addr: String,
+        reason: String,
+    },
+    #[error("raft: {0}")]
+    Raft(String),
+    #[error("membership change refused: {0}")]
+    Membership(String),
+    #[error("cannot decode {what}: {reason}")]
+    Codec { what: String, reason: String },
+}
+
+impl MetaError {
+    /// Whether the same call may succeed if tried again later.
+    pub fn is_retriable(&self) -> bool {
+        matches!(
+            self,
+            MetaError::Unavailable { .. } | MetaError::Unreachable { .. }
+        )
+    }
+}

@@ -1,0 +1,20 @@
+//! Ferry's control plane: the replicated [`ClusterState`], the openraft type config, log and
+//! state-machine storage on sled, and the peer network (client and server) over tonic.
+//!
+//! Nothing here knows about Kafka or connectors: the state holds connector configs as opaque
+//! property maps.
+
+pub mod error;
+pub mod network;
+pub mod node;
+pub mod peer;
+pub mod redact;
+pub mod state;
+pub mod store;
+pub mod types;
+
+pub use error::{MetaError, Result};
+pub use node::MetaNode;
+pub use redact::ConfigMap;
+pub use state::{ClusterState, Command, FerryNode, Outcome, Rejection, Request, Response};
+pub use types::{NodeId, Raft, TypeConfig};

@@ -1,0 +1,220 @@
+//! The client side of the peer service: openraft's network (append entries, vote, snapshots)
+//! and the calls Ferry adds (forwarded proposals, read index, bootstrap probes). Payloads are
+//! JSON; transport failures become `Unreachable` so that openraft backs off.
+
+use std::time::Duration;
+
+use ferry_proto::peer::peer_client::PeerClient as GrpcPeerClient;
+use ferry_proto::peer::RaftPayload;
+use openraft::error::{
+    InstallSnapshotError, NetworkError, RPCError, RaftError, RemoteError, Unreachable,
+};
+use openraft::network::{RPCOption, RaftNetwork, RaftNetworkFactory};
+use openraft::raft::{
+    AppendEntriesRequest, AppendEntriesResponse, InstallSnapshotRequest, InstallSnapshotResponse,
+    VoteRequest, VoteResponse,
+};
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use tonic::transport::{Channel, Endpoint};
+
+use crate::error::MetaError;
+use crate::peer::{PeerCall, ProbeReply, Proposal, ProposalReply, ReadIndexReply};
+use crate::state::FerryNode;
+use crate::types::{NodeId, TypeConfig};
+
+/// Largest peer message: a chunk of snapshot or a batch of entries fits well below.
+pub const MAX_MESSAGE_BYTES: usize = 64 * 1024 * 1024;
+
+/// How long to wait for a TCP connection to a peer.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// A client of one peer's service.
+#[derive(Clone)]
+pub struct PeerClient {
+    node: NodeId,
+    addr: String,
+    client: GrpcPeerClient<Channel>,
+}
+
+/// Why a peer call failed: the peer could not be reached, or it answered with an error.
+#[derive(Debug)]
+pub enum CallError<E> {
+    Transport(String),
+    Remote(E),
+}
+
+impl PeerClient {
+    /// A lazily connecting client: nothing is sent until the first call.
+    pub fn new(node: NodeId, addr: &str) -> Result<Self, MetaError> {
+        let endpoint = Endpoint::from_shared(format!("http://{addr}"))
+            .map_err(|e| MetaError::Unreachable {
+                node,
+                addr: addr.to_string(),
+                reason: format!("invalid address: {e}"),
+            })?
+            .connect_timeout(CONNECT_TIMEOUT)
+            .tcp_nodelay(true);
+        let client = GrpcPeerClient::new(endpoint.connect_lazy())
+            .max_decoding_message_size(MAX_MESSAGE_BYTES)
+            .max_encoding_message_size(MAX_MESSAGE_BYTES);
+        Ok(PeerClient {
+            node,
+            addr: addr.to_string(),
+            client,
+        })
+    }
+
+    pub fn addr(&self) -> &str {
+        &self.addr
+    }
+
+    pub fn node(&self) -> NodeId {
+        self.node
+    }
+
+    /// One call: encode, send with a deadline, decode `Result<T, E>`.
+    pub async fn call<Q, T, E>(
+        &self,
+        call: PeerCall,
+        request: &Q,
+        timeout: Duration,
+    ) -> Result<T, CallError<E>>
+    where
+        Q: Serialize,
+        T: DeserializeOwned,
+        E: DeserializeOwned,
+    {
+        let data = serde_json::to_vec(request).map_err(|e| CallError::Transport(e.to_string()))?;
+        let mut req = tonic::Request::new(RaftPayload { data });
+        req.set_timeout(timeout);
+        let mut client = self.client.clone();
+        let reply = match call {
+            PeerCall::AppendEntries => client.append_entries(req).await,
+            PeerCall::Vote => client.vote(req).await,
+            PeerCall::InstallSnapshot => client.install_snapshot(req).await,
+            PeerCall::Forward => client.forward(req).await,
+            PeerCall::ReadIndex => client.read_index(req).await,
+            PeerCall::Probe => client.probe(req).await,
+        };
+        let reply = reply.map_err(|status| {
+            CallError::Transport(format!("{}: {}", status.code(), status.message()))
+        })?;
+        let decoded: Result<T, E> = serde_json::from_slice(&reply.into_inner().data)
+            .map_err(|e| CallError::Transport(format!("undecodable reply: {e}")))?;
+        decoded.map_err(CallError::Remote)
+    }
+
+    pub async fn probe(&self, timeout: Duration) -> Result<ProbeReply, CallError<String>> {
+        self.call(PeerCall::Probe, &(), timeout).await
+    }
+
+    pub async fn propose(
+        &self,
+        proposal: &Proposal,
+        timeout: Duration,
+    ) -> Result<ProposalReply, CallError<crate::peer::ProposalError>> {
+        self.call(PeerCall::Forward, proposal, timeout).await
+    }
+
+    pub async fn read_index(
+        &self,
+        timeout: Duration,
+    ) -> Result<ReadIndexReply, CallError<crate::peer::ProposalError>> {
+        self.call(PeerCall::ReadIndex, &(), timeout).await
+    }
+
+    async fn raft_call<Q, T, E>(
+        &self,
+        call: PeerCall,
+        request: &Q,
+        option: &RPCOption,
+    ) -> Result<T, RPCError<NodeId, FerryNode, E>>
+    where
+        Q: Serialize,
+        T: DeserializeOwned,
+        E: DeserializeOwned + std::error::Error,
+    {
+        match self.call::<Q, T, E>(call, request, option.hard_ttl()).await {
+            Ok(reply) => Ok(reply),
+            Err(CallError::Remote(e)) => Err(RPCError::RemoteError(RemoteError::new(self.node, e))),
+            Err(CallError::Transport(reason)) => {
+                let error = std::io::Error::other(format!("{}: {reason}", self.addr));
+                if reason.contains("undecodable") {
+                    Err(RPCError::Network(NetworkError::new(&error)))
+                } else {
+                    Err(RPCError::Unreachable(Unreachable::new(&error)))
+                }
+            }
+        }
+    }
+}
+
+/// openraft's network factory: one [`PeerClient`] per target.
+#[derive(Clone, Default)]
+pub struct Network;
+
+impl RaftNetworkFactory<TypeConfig> for Network {
+    type Network = Connection;
+
+    async fn new_client(&mut self, target: NodeId, node: &FerryNode) -> Self::Network {
+        Connection {
+            client: PeerClient::new(target, &node.raft_addr).map_err(|e| e.to_string()),
+        }
+    }
+}
+
+/// A connection to one peer; an invalid address fails every call as unreachable.
+pub struct Connection {
+    client: Result<PeerClient, String>,
+}
+
+fn unreachable<E: std::error::Error>(reason: &str) -> RPCError<NodeId, FerryNode, E> {
+    RPCError::Unreachable(Unreachable::new(&std::io::Error::other(reason.to_string())))
+}
+
+impl RaftNetwork<TypeConfig> for Connection {
+    async fn append_entries(
+        &mut self,
+        rpc: AppendEntriesRequest<TypeConfig>,
+        option: RPCOption,
+    ) -> Result<AppendEntriesResponse<NodeId>, RPCError<NodeId, FerryNode, RaftError<NodeId>>> {
+        match &self.client {
+            Ok(client) => {
+                client
+                    .raft_call(PeerCall::AppendEntries, &rpc, &option)
+                    .await
+            }
+            Err(reason) => Err(unreachable(reason)),
+        }
+    }
+
+    async fn install_snapshot(
+        &mut self,
+        rpc: InstallSnapshotRequest<TypeConfig>,
+        option: RPCOption,
+    ) -> Result<
+        InstallSnapshotResponse<NodeId>,
+        RPCError<NodeId, FerryNode, RaftError<NodeId, InstallSnapshotError>>,
+    > {
+        match &self.client {
+            Ok(client) => {
+                client
+                    .raft_call(PeerCall::InstallSnapshot, &rpc, &option)
+                    .await
+            }
+            Err(reason) => Err(unreachable(reason)),
+        }
+    }
+
+    async fn vote(
+        &mut self,
+        rpc: VoteRequest<NodeId>,
+        option: RPCOption,
+    ) -> Result<VoteResponse<NodeId>, RPCError<NodeId, FerryNode, RaftError<NodeId>>> {
+        match &self.client {
+            Ok(client) => client.raft_call(PeerCall::Vote, &rpc, &option).await,
+            Err(reason) => Err(unreachable(reason)),
+        }
+    }
+}

@@ -1,0 +1,388 @@
+//! One member of the Raft group: its Raft handle, its applied state, and the two things every
+//! caller needs — writes that reach the leader from any node, and reads that are linearizable
+//! from any node.
+
+use std::collections::{BTreeSet, HashMap};
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use openraft::error::{CheckIsLeaderError, ClientWriteError, RaftError};
+use openraft::{ChangeMembers, ServerState};
+use tracing::{debug, info};
+
+use crate::error::MetaError;
+use crate::network::{CallError, Network, PeerClient};
+use crate::peer::{ProbeReply, Proposal, ProposalError, ProposalReply, ReadIndexReply};
+use crate::state::{FerryNode, Outcome, Request, Response};
+use crate::store::{self, StateReader};
+use crate::types::{NodeId, Raft};
+
+/// How long one forwarded call may take before it is retried.
+const PEER_CALL_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// A member of the Raft group. Cheap to clone.
+#[derive(Clone)]
+pub struct MetaNode {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    id: NodeId,
+    raft: Raft,
+    state: StateReader,
+    peers: Mutex<HashMap<NodeId, PeerClient>>,
+    /// How long a write or a linearizable read keeps trying to reach a leader.
+    deadline: Duration,
+}
+
+/// What a write returned: the state machine's answer and where it sits in the log.
+pub type WriteReply = ProposalReply;
+
+impl MetaNode {
+    /// Open the node's storage under `dir` and start its Raft instance. It takes part in a
+    /// cluster once it is initialized or a leader adds it.
+    pub async fn start(
+        id: NodeId,
+        dir: &Path,
+        config: openraft::Config,
+        deadline: Duration,
+    ) -> Result<Self, MetaError> {
+        let config = Arc::new(
+            config
+                .validate()
+                .map_err(|e| MetaError::Raft(format!("invalid raft config: {e}")))?,
+        );
+        let (log, sm) = store::open(dir)?;
+        let state = sm.reader();
+        let raft = Raft::new(id, config, Network, log, sm)
+            .await
+            .map_err(|e| MetaError::Raft(format!("cannot start raft: {e}")))?;
+        Ok(MetaNode {
+            inner: Arc::new(Inner {
+                id,
+                raft,
+                state,
+                peers: Mutex::new(HashMap::new()),
+                deadline,
+            }),
+        })
+    }
+
+    pub fn id(&self) -> NodeId {
+        self.inner.id
+    }
+
+    pub fn raft(&self) -> &Raft {
+        &self.inner.raft
+    }
+
+    /// The applied state of this node (possibly behind the leader; see [`Self::linearizable`]).
+    pub fn state(&self) -> &StateReader {
+        &self.inner.state
+    }
+
+    pub fn leader(&self) -> Option<NodeId> {
+        self.inner.raft.metrics().borrow().current_leader
+    }
+
+    /// The addresses of a member, from the membership config this node knows.
+    pub fn member(&self, id: NodeId) -> Option<FerryNode> {
+        self.inner
+            .raft
+            .metrics()
+            .borrow()
+            .membership_config
+            .membership()
+            .get_node(&id)
+            .cloned()
+    }
+
+    /// A client of a peer's service, cached per node and address.
+    pub fn peer(&self, id: NodeId, addr: &str) -> Result<PeerClient, MetaError> {
+        let mut peers = self.inner.peers.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(client) = peers.get(&id) {
+            if client.addr() == addr {
+                return Ok(client.clone());
+            }
+        }
+        let client = PeerClient::new(id, addr)?;
+        peers.insert(id, client.clone());
+        Ok(client)
+    }
+
+    /// Write to the replicated state through the leader, from any node. Retried (with the
+    /// same request id, so it applies once) until the deadline while there is no reachable
+    /// leader.
+    pub async fn write(&self, request: Request) -> Result<WriteReply, MetaError> {
+        self.propose(Proposal::Write(request)).await
+    }
+
+    /// The state machine's answer to a write, or the rejection.
+    pub async fn write_answer(&self, request: Request) -> Result<Response, MetaError> {
+        Ok(self.write(request).await?.answer)
+    }
+
+    /// Carry out a proposal on the leader, wherever it is.
+    pub async fn propose(&self, proposal: Proposal) -> Result<ProposalReply, MetaError> {
+        let started = Instant::now();
+        let mut delay = Duration::from_millis(20);
+        loop {
+            let attempt = match self.leader() {
+                Some(leader) if leader == self.id() => self.propose_local(&proposal).await,
+                Some(leader) => self.forward(leader, &proposal).await,
+                None => Err(ProposalError::NotLeader { leader: None }),
+            };
+            let problem = match attempt {
+                Ok(reply) => return Ok(reply),
+                Err(ProposalError::Refused(reason)) => return Err(MetaError::Membership(reason)),
+                Err(e) => e.to_string(),
+            };
+            if started.elapsed() >= self.inner.deadline {
+                return Err(MetaError::Unavailable {
+                    waited_ms: started.elapsed().as_millis(),
+                    last: problem,
+                });
+            }
+            debug!(%proposal, %problem, "retrying proposal");
+            tokio::time::sleep(delay).await;
+            delay = (delay * 2).min(Duration::from_millis(500));
+        }
+    }
+
+    async fn forward(
+        &self,
+        leader: NodeId,
+        proposal: &Proposal,
+    ) -> Result<ProposalReply, ProposalError> {
+        let client = self.leader_client(leader)?;
+        match client.propose(proposal, PEER_CALL_TIMEOUT).await {
+            Ok(reply) => Ok(reply),
+            Err(CallError::Remote(e)) => Err(e),
+            Err(CallError::Transport(reason)) => Err(ProposalError::Unavailable(format!(
+                "leader {leader} at {}: {reason}",
+                client.addr()
+            ))),
+        }
+    }
+
+    fn leader_client(&self, leader: NodeId) -> Result<PeerClient, ProposalError> {
+        let node = self.member(leader).ok_or_else(|| {
+            ProposalError::Unavailable(format!("leader {leader} is not in the membership"))
+        })?;
+        self.peer(leader, &node.raft_addr)
+            .map_err(|e| ProposalError::Unavailable(e.to_string()))
+    }
+
+    /// Carry out a proposal here, if this node is the leader.
+    pub async fn propose_local(&self, proposal: &Proposal) -> Result<ProposalReply, ProposalError> {
+        let raft = &self.inner.raft;
+        match proposal {
+            Proposal::Write(request) => {
+                let written = raft
+                    .client_write(request.clone())
+                    .await
+                    .map_err(write_error)?;
+                Ok(ProposalReply {
+                    answer: written.data,
+                    log_index: written.log_id.index,
+                })
+            }
+            Proposal::AddNode {
+                id,
+                node,
+                target_voters,
+            } => {
+                self.ensure_leader()?;
+                info!(node = id, %node, "adding learner");
+                let mut reply = raft
+                    .add_learner(*id, node.clone(), true)
+                    .await
+                    .map_err(write_error)?;
+                let voters = {
+                    let metrics = raft.metrics();
+                    let m = metrics.borrow();
+                    m.membership_config
+                        .membership()
+                        .voter_ids()
+                        .collect::<BTreeSet<_>>()
+                };
+                if !voters.contains(id) && voters.len() < *target_voters {
+                    info!(
+                        node = id,
+                        voters = voters.len(),
+                        target_voters,
+                        "promoting to voter"
+                    );
+                    reply = raft
+                        .change_membership(ChangeMembers::AddVoterIds(BTreeSet::from([*id])), false)
+                        .await
+                        .map_err(write_error)?;
+                }
+                Ok(ProposalReply {
+                    answer: Ok(Outcome::Done),
+                    log_index: reply.log_id.index,
+                })
+            }
+            Proposal::RemoveNode { id } => {
+                self.ensure_leader()?;
+                let (voter, member) = {
+                    let metrics = raft.metrics();
+                    let m = metrics.borrow();
+                    let membership = m.membership_config.membership();
+                    (
+                        membership.voter_ids().any(|v| v == *id),
+                        membership.get_node(id).is_some(),
+                    )
+                };
+                if !member {
+                    return Err(ProposalError::Refused(format!(
+                        "node {id} is not a member of the cluster"
+                    )));
+                }
+                let change = if voter {
+                    info!(node = id, "demoting and removing voter");
+                    ChangeMembers::RemoveVoters(BTreeSet::from([*id]))
+                } else {
+                    info!(node = id, "removing learner");
+                    ChangeMembers::RemoveNodes(BTreeSet::from([*id]))
+                };
+                let reply = raft
+                    .change_membership(change, false)
+                    .await
+                    .map_err(write_error)?;
+                Ok(ProposalReply {
+                    answer: Ok(Outcome::Done),
+                    log_index: reply.log_id.index,
+                })
+            }
+        }
+    }
+
+    fn ensure_leader(&self) -> Result<(), ProposalError> {
+        match self.leader() {
+            Some(leader) if leader == self.id() => Ok(()),
+            leader => Err(ProposalError::NotLeader { leader }),
+        }
+    }
+
+    /// The read index, if this node is the leader (it confirms leadership with a quorum).
+    pub async fn read_index_local(&self) -> Result<ReadIndexReply, ProposalError> {
+        let (read_log_id, _applied) = self
+            .inner
+            .raft
+            .get_read_log_id()
+            .await
+            .map_err(check_leader_error)?;
+        Ok(ReadIndexReply {
+            index: read_log_id.map(|l| l.index),
+        })
+    }
+
+    /// Wait until this node's applied state includes every write acknowledged before the call:
+    /// on the leader by confirming leadership with a quorum, on a follower by asking the leader
+    /// for its read index and waiting to apply that far.
+    pub async fn linearizable(&self) -> Result<(), MetaError> {
+        let started = Instant::now();
+        let mut delay = Duration::from_millis(20);
+        loop {
+            let index = match self.leader() {
+                Some(leader) if leader == self.id() => self.read_index_local().await,
+                Some(leader) => self.remote_read_index(leader).await,
+                None => Err(ProposalError::NotLeader { leader: None }),
+            };
+            let problem = match index {
+                Ok(ReadIndexReply { index }) => {
+                    let remaining = self.inner.deadline.saturating_sub(started.elapsed());
+                    let waited = self
+                        .inner
+                        .raft
+                        .wait(Some(remaining.max(Duration::from_millis(100))))
+                        .applied_index_at_least(index, "linearizable read")
+                        .await;
+                    match waited {
+                        Ok(_) => return Ok(()),
+                        Err(e) => format!("waiting to apply up to {index:?}: {e}"),
+                    }
+                }
+                Err(e) => e.to_string(),
+            };
+            if started.elapsed() >= self.inner.deadline {
+                return Err(MetaError::Unavailable {
+                    waited_ms: started.elapsed().as_millis(),
+                    last: problem,
+                });
+            }
+            tokio::time::sleep(delay).await;
+            delay = (delay * 2).min(Duration::from_millis(500));
+        }
+    }
+
+    async fn remote_read_index(&self, leader: NodeId) -> Result<ReadIndexReply, ProposalError> {
+        let client = self.leader_client(leader)?;
+        match client.read_index(PEER_CALL_TIMEOUT).await {
+            Ok(reply) => Ok(reply),
+            Err(CallError::Remote(e)) => Err(e),
+            Err(CallError::Transport(reason)) => Err(ProposalError::Unavailable(format!(
+                "leader {leader} at {}: {reason}",
+                client.addr()
+            ))),
+        }
+    }
+
+    /// What this node says about itself to a bootstrapping peer.
+    pub async fn probe(&self) -> Result<ProbeReply, MetaError> {
+        let initialized = self
+            .inner
+            .raft
+            .is_initialized()
+            .await
+            .map_err(|e| MetaError::Raft(e.to_string()))?;
+        let cluster_id = self.state().read().state.cluster_id.clone();
+        Ok(ProbeReply {
+            node_id: self.id(),
+            initialized,
+            cluster_id,
+            leader: self.leader(),
+        })
+    }
+
+    /// This node's Raft role as it sees it.
+    pub fn server_state(&self) -> ServerState {
+        self.inner.raft.metrics().borrow().state
+    }
+
+    pub async fn shutdown(&self) -> Result<(), MetaError> {
+        self.inner
+            .raft
+            .shutdown()
+            .await
+            .map_err(|e| MetaError::Raft(format!("shutdown: {e}")))
+    }
+}
+
+fn write_error(e: RaftError<NodeId, ClientWriteError<NodeId, FerryNode>>) -> ProposalError {
+    match e {
+        RaftError::APIError(ClientWriteError::ForwardToLeader(f)) => ProposalError::NotLeader {
+            leader: f.leader_id,
+        },
+        RaftError::APIError(ClientWriteError::ChangeMembershipError(e)) => {
+            ProposalError::Refused(e.to_string())
+        }
+        RaftError::Fatal(f) => ProposalError::Unavailable(format!("raft stopped: {f}")),
+    }
+}
+
+fn check_leader_error(
+    e: RaftError<NodeId, CheckIsLeaderError<NodeId, FerryNode>>,
+) -> ProposalError {
+    match e {
+        RaftError::APIError(CheckIsLeaderError::ForwardToLeader(f)) => ProposalError::NotLeader {
+            leader: f.leader_id,
+        },
+        RaftError::APIError(CheckIsLeaderError::QuorumNotEnough(q)) => {
+            ProposalError::Unavailable(q.to_string())
+        }
+        RaftError::Fatal(f) => ProposalError::Unavailable(format!("raft stopped: {f}")),
+    }
+}

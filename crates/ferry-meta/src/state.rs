@@ -1,0 +1,820 @@
+//! The replicated state: what Kafka Connect keeps in its three internal topics, changed only by
+//! applying a [`Request`] from the Raft log.
+//!
+//! [`ClusterState::apply`] is pure and deterministic: no clock, no randomness, no I/O. Every node
+//! applying the same log reaches the same state, and the same answer for every request, which is
+//! what lets a retried request (same request id) get the answer of its first application.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+use crate::redact::ConfigMap;
+use crate::NodeId;
+
+/// How many answered request ids the state remembers. A retry arriving after this many other
+/// identified writes is applied again; clients retry within seconds, so this covers them.
+pub const RECENT_REQUESTS: usize = 4096;
+
+/// A Raft node's addresses. Every ferryd is both a Raft member (voter or learner) and a worker.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, Default, PartialOrd, Ord, Hash)]
+pub struct FerryNode {
+    /// Client-facing management gRPC address (`host:port`).
+    pub api_addr: String,
+    /// Peer-only gRPC address for Raft and forwarded requests (`host:port`).
+    pub raft_addr: String,
+}
+
+impl fmt::Display for FerryNode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "api={} raft={}", self.api_addr, self.raft_addr)
+    }
+}
+
+/// What the user asked a connector to do.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum TargetState {
+    #[default]
+    Running,
+    Paused,
+    Stopped,
+}
+
+impl TargetState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TargetState::Running => "RUNNING",
+            TargetState::Paused => "PAUSED",
+            TargetState::Stopped => "STOPPED",
+        }
+    }
+}
+
+/// The runtime state of a connector or task, as Kafka Connect names them.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum RunState {
+    #[default]
+    Unassigned,
+    Running,
+    Paused,
+    Stopped,
+    Failed,
+    Restarting,
+}
+
+impl RunState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RunState::Unassigned => "UNASSIGNED",
+            RunState::Running => "RUNNING",
+            RunState::Paused => "PAUSED",
+            RunState::Stopped => "STOPPED",
+            RunState::Failed => "FAILED",
+            RunState::Restarting => "RESTARTING",
+        }
+    }
+}
+
+/// A connector: its config as the user gave it, what it should do, and its config version.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, Default)]
+pub struct Connector {
+    pub config: ConfigMap,
+    pub target: TargetState,
+    /// Starts at 1 on create, +1 on every config change.
+    pub version: u64,
+    /// Task configs from the connector's `task_configs(max)`, index = task id.
+    pub tasks: Vec<ConfigMap>,
+    /// The connector config version the task configs were generated from.
+    pub tasks_version: u64,
+}
+
+/// Who runs a connector instance or task, and under which generation.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Assignment {
+    pub worker: Option<NodeId>,
+    /// Unique across the cluster's life: bumped on every change of owner or config and on
+    /// restart. Commands from a task carry it; a stale one is rejected (fencing).
+    pub generation: u64,
+}
+
+/// The assignments of one connector.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, Default)]
+pub struct ConnectorAssignment {
+    pub connector: Option<Assignment>,
+    pub tasks: BTreeMap<u32, Assignment>,
+}
+
+/// A status as reported by the runtime (or set by the control plane on restart).
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, Default)]
+pub struct Status {
+    pub state: RunState,
+    pub worker: Option<NodeId>,
+    /// Error trace of a FAILED status, capped at [`MAX_TRACE`] bytes.
+    pub trace: Option<String>,
+    pub generation: u64,
+}
+
+/// Status of a connector and its tasks.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, Default)]
+pub struct ConnectorStatus {
+    pub connector: Status,
+    pub tasks: BTreeMap<u32, Status>,
+}
+
+/// Error traces are capped so that a crash loop cannot bloat the log.
+pub const MAX_TRACE: usize = 8 * 1024;
+
+/// One sink offset: the next offset to consume from a topic-partition.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+pub struct SinkOffset {
+    pub topic: String,
+    pub partition: i32,
+    /// `None` in an alter request removes the partition's offset.
+    pub offset: Option<i64>,
+}
+
+/// One source offset: a source partition and its offset, both JSON objects in canonical form
+/// (as Kafka Connect stores them).
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+pub struct SourceOffset {
+    pub partition: String,
+    /// `None` removes the partition's offset.
+    pub offset: Option<String>,
+}
+
+/// Offsets of one connector.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, Default)]
+pub struct Offsets {
+    /// topic → partition → next offset.
+    pub sink: BTreeMap<String, BTreeMap<i32, i64>>,
+    /// source partition (JSON) → offset (JSON).
+    pub source: BTreeMap<String, String>,
+}
+
+impl Offsets {
+    pub fn is_empty(&self) -> bool {
+        self.sink.is_empty() && self.source.is_empty()
+    }
+
+    fn set_sink(&mut self, o: &SinkOffset) {
+        match o.offset {
+            Some(offset) => {
+                self.sink
+                    .entry(o.topic.clone())
+                    .or_default()
+                    .insert(o.partition, offset);
+            }
+            None => {
+                if let Some(parts) = self.sink.get_mut(&o.topic) {
+                    parts.remove(&o.partition);
+                    if parts.is_empty() {
+                        self.sink.remove(&o.topic);
+                    }
+                }
+            }
+        }
+    }
+
+    fn set_source(&mut self, o: &SourceOffset) {
+        match &o.offset {
+            Some(offset) => {
+                self.source.insert(o.partition.clone(), offset.clone());
+            }
+            None => {
+                self.source.remove(&o.partition);
+            }
+        }
+    }
+}
+
+/// A write to the replicated state, with an optional client request id that makes a retry of the
+/// same write apply once.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+pub struct Request {
+    pub id: Option<String>,
+    pub command: Command,
+}
+
+impl Request {
+    pub fn new(id: impl Into<String>, command: Command) -> Self {
+        Request {
+            id: Some(id.into()),
+            command,
+        }
+    }
+
+    /// A write without a request id: applied as often as it is proposed.
+    pub fn anonymous(command: Command) -> Self {
+        Request { id: None, command }
+    }
+}
+
+/// Shown in Raft's logs: the kind and the connector, never the config (it may hold secrets).
+impl fmt::Display for Request {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.command.kind())?;
+        if let Some(name) = self.command.connector() {
+            write!(f, "({name})")?;
+        }
+        if let Some(id) = &self.id {
+            write!(f, " req={id}")?;
+        }
+        Ok(())
+    }
+}
+
+/// Every change to [`ClusterState`].
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+pub enum Command {
+    /// Set once by the node that bootstrapped the cluster.
+    SetClusterId {
+        id: String,
+    },
+    /// Register or update a worker's addresses.
+    PutWorker {
+        id: NodeId,
+        node: FerryNode,
+    },
+    RemoveWorker {
+        id: NodeId,
+    },
+    /// Create (`create = true`: must not exist) or update a connector's config.
+    PutConnector {
+        name: String,
+        config: ConfigMap,
+        create: bool,
+        /// Compare-and-set: apply only if the current version is this.
+        expected_version: Option<u64>,
+    },
+    DeleteConnector {
+        name: String,
+    },
+    SetTargetState {
+        name: String,
+        target: TargetState,
+    },
+    /// Restart the connector instance and, with `include_tasks`, its tasks; with `only_failed`,
+    /// only those whose status is FAILED.
+    Restart {
+        name: String,
+        include_tasks: bool,
+        only_failed: bool,
+    },
+    RestartTask {
+        name: String,
+        task: u32,
+    },
+    /// Task configs generated from connector config version `version`.
+    PutTaskConfigs {
+        name: String,
+        version: u64,
+        configs: Vec<ConfigMap>,
+    },
+    /// Assign (or, with `worker = None`, unassign) a connector instance (`task = None`) or task.
+    Assign {
+        name: String,
+        task: Option<u32>,
+        worker: Option<NodeId>,
+    },
+    /// A status report from the runtime, fenced by generation.
+    ReportStatus {
+        name: String,
+        task: Option<u32>,
+        generation: u64,
+        state: RunState,
+        worker: Option<NodeId>,
+        trace: Option<String>,
+    },
+    /// Sink offsets committed by a task, fenced by generation.
+    CommitSinkOffsets {
+        name: String,
+        task: u32,
+        generation: u64,
+        offsets: Vec<SinkOffset>,
+    },
+    /// Source offsets committed by a task, fenced by generation.
+    CommitSourceOffsets {
+        name: String,
+        task: u32,
+        generation: u64,
+        offsets: Vec<SourceOffset>,
+    },
+    /// KIP-875: only while the connector is STOPPED.
+    AlterOffsets {
+        name: String,
+        sink: Vec<SinkOffset>,
+        source: Vec<SourceOffset>,
+    },
+    /// KIP-875: only while the connector is STOPPED.
+    ResetOffsets {
+        name: String,
+    },
+}
+
+impl Command {
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Command::SetClusterId { .. } => "set-cluster-id",
+            Command::PutWorker { .. } => "put-worker",
+            Command::RemoveWorker { .. } => "remove-worker",
+            Command::PutConnector { .. } => "put-connector",
+            Command::DeleteConnector { .. } => "delete-connector",
+            Command::SetTargetState { .. } => "set-target-state",
+            Command::Restart { .. } => "restart",
+            Command::RestartTask { .. } => "restart-task",
+            Command::PutTaskConfigs { .. } => "put-task-configs",
+            Command::Assign { .. } => "assign",
+            Command::ReportStatus { .. } => "report-status",
+            Command::CommitSinkOffsets { .. } => "commit-sink-offsets",
+            Command::CommitSourceOffsets { .. } => "commit-source-offsets",
+            Command::AlterOffsets { .. } => "alter-offsets",
+            Command::ResetOffsets { .. } => "reset-offsets",
+        }
+    }
+
+    /// The connector a command is about, if any.
+    pub fn connector(&self) -> Option<&str> {
+        match self {
+            Command::SetClusterId { .. }
+            | Command::PutWorker { .. }
+            | Command::RemoveWorker { .. } => None,
+            Command::PutConnector { name, .. }
+            | Command::DeleteConnector { name }
+            | Command::SetTargetState { name, .. }
+            | Command::Restart { name, .. }
+            | Command::RestartTask { name, .. }
+            | Command::PutTaskConfigs { name, .. }
+            | Command::Assign { name, .. }
+            | Command::ReportStatus { name, .. }
+            | Command::CommitSinkOffsets { name, .. }
+            | Command::CommitSourceOffsets { name, .. }
+            | Command::AlterOffsets { name, .. }
+            | Command::ResetOffsets { name } => Some(name),
+        }
+    }
+}
+
+/// What an accepted command did.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    Done,
+    /// A connector config was stored.
+    Connector {
+        version: u64,
+        created: bool,
+    },
+    /// What a restart restarted.
+    Restarted {
+        connector: bool,
+        tasks: Vec<u32>,
+    },
+    /// A new assignment and its generation.
+    Assigned {
+        generation: u64,
+    },
+}
+
+/// Why a command was refused. The state is unchanged.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum Rejection {
+    #[error("connector {name} not found")]
+    NotFound { name: String },
+    #[error("connector {name} already exists")]
+    AlreadyExists { name: String },
+    #[error("connector {name} is at version {actual}, not the expected {expected}")]
+    VersionMismatch {
+        name: String,
+        expected: u64,
+        actual: u64,
+    },
+    #[error("connector {name} has no task {task}")]
+    UnknownTask { name: String, task: u32 },
+    #[error("stale generation {got} for {name} task {task:?}: the current generation is {current} (the task moved or restarted)")]
+    StaleGeneration {
+        name: String,
+        task: Option<u32>,
+        current: u64,
+        got: u64,
+    },
+    #[error(
+        "connector {name} is {state}: offsets can only be altered or reset while it is STOPPED"
+    )]
+    NotStopped { name: String, state: String },
+    #[error("task configs for {name} were generated from version {got}, but the config is at version {current}")]
+    StaleTaskConfigs {
+        name: String,
+        current: u64,
+        got: u64,
+    },
+    #[error("the cluster id is already {current}")]
+    ClusterIdSet { current: String },
+}
+
+/// The answer to a request, the same on every node and for every retry of the same request id.
+pub type Response = Result<Outcome, Rejection>;
+
+/// Everything Ferry replicates.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, Default)]
+pub struct ClusterState {
+    pub cluster_id: Option<String>,
+    pub workers: BTreeMap<NodeId, FerryNode>,
+    pub connectors: BTreeMap<String, Connector>,
+    pub assignments: BTreeMap<String, ConnectorAssignment>,
+    pub status: BTreeMap<String, ConnectorStatus>,
+    pub offsets: BTreeMap<String, Offsets>,
+    /// The last generation handed out; the next is this + 1.
+    pub generation: u64,
+    /// Answers to recent identified requests, oldest first in `request_order`.
+    pub requests: BTreeMap<String, Response>,
+    pub request_order: VecDeque<String>,
+}
+
+impl ClusterState {
+    /// Apply one request. A request id seen recently gets its first answer again and changes
+    /// nothing.
+    pub fn apply(&mut self, request: &Request) -> Response {
+        if let Some(id) = &request.id {
+            if let Some(answer) = self.requests.get(id) {
+                return answer.clone();
+            }
+        }
+        let answer = self.apply_command(&request.command);
+        if let Some(id) = &request.id {
+            self.remember(id.clone(), answer.clone());
+        }
+        answer
+    }
+
+    fn remember(&mut self, id: String, answer: Response) {
+        self.requests.insert(id.clone(), answer);
+        self.request_order.push_back(id);
+        while self.request_order.len() > RECENT_REQUESTS {
+            if let Some(old) = self.request_order.pop_front() {
+                self.requests.remove(&old);
+            }
+        }
+    }
+
+    fn next_generation(&mut self) -> u64 {
+        self.generation += 1;
+        self.generation
+    }
+
+    fn connector(&self, name: &str) -> Result<&Connector, Rejection> {
+        self.connectors
+            .get(name)
+            .ok_or_else(|| Rejection::NotFound {
+                name: name.to_string(),
+            })
+    }
+
+    fn apply_command(&mut self, command: &Command) -> Response {
+        match command {
+            Command::SetClusterId { id } => match &self.cluster_id {
+                Some(current) if current != id => Err(Rejection::ClusterIdSet {
+                    current: current.clone(),
+                }),
+                _ => {
+                    self.cluster_id = Some(id.clone());
+                    Ok(Outcome::Done)
+                }
+            },
+            Command::PutWorker { id, node } => {
+                self.workers.insert(*id, node.clone());
+                Ok(Outcome::Done)
+            }
+            Command::RemoveWorker { id } => {
+                self.workers.remove(id);
+                Ok(Outcome::Done)
+            }
+            Command::PutConnector {
+                name,
+                config,
+                create,
+                expected_version,
+            } => self.put_connector(name, config, *create, *expected_version),
+            Command::DeleteConnector { name } => {
+                self.connector(name)?;
+                self.connectors.remove(name);
+                self.assignments.remove(name);
+                self.status.remove(name);
+                self.offsets.remove(name);
+                Ok(Outcome::Done)
+            }
+            Command::SetTargetState { name, target } => {
+                let connector = self
+                    .connectors
+                    .get_mut(name)
+                    .ok_or_else(|| Rejection::NotFound { name: name.clone() })?;
+                connector.target = *target;
+                Ok(Outcome::Done)
+            }
+            Command::Restart {
+                name,
+                include_tasks,
+                only_failed,
+            } => self.restart(name, *include_tasks, *only_failed),
+            Command::RestartTask { name, task } => {
+                let connector = self.connector(name)?;
+                if *task as usize >= connector.tasks.len() {
+                    return Err(Rejection::UnknownTask {
+                        name: name.clone(),
+                        task: *task,
+                    });
+                }
+                self.restart_instance(name, Some(*task));
+                Ok(Outcome::Restarted {
+                    connector: false,
+                    tasks: vec![*task],
+                })
+            }
+            Command::PutTaskConfigs {
+                name,
+                version,
+                configs,
+            } => self.put_task_configs(name, *version, configs),
+            Command::Assign { name, task, worker } => {
+                let connector = self.connector(name)?;
+                if let Some(task) = task {
+                    if *task as usize >= connector.tasks.len() {
+                        return Err(Rejection::UnknownTask {
+                            name: name.clone(),
+                            task: *task,
+                        });
+                    }
+                }
+                let generation = self.next_generation();
+                let assignment = Assignment {
+                    worker: *worker,
+                    generation,
+                };
+                let entry = self.assignments.entry(name.clone()).or_default();
+                match task {
+                    Some(task) => {
+                        entry.tasks.insert(*task, assignment);
+                    }
+                    None => entry.connector = Some(assignment),
+                }
+                let status = self.status_mut(name, *task);
+                *status = Status {
+                    state: RunState::Unassigned,
+                    worker: *worker,
+                    trace: None,
+                    generation,
+                };
+                Ok(Outcome::Assigned { generation })
+            }
+            Command::ReportStatus {
+                name,
+                task,
+                generation,
+                state,
+                worker,
+                trace,
+            } => {
+                self.check_generation(name, *task, *generation)?;
+                let trace = trace.as_ref().map(|t| cap_trace(t));
+                *self.status_mut(name, *task) = Status {
+                    state: *state,
+                    worker: *worker,
+                    trace,
+                    generation: *generation,
+                };
+                Ok(Outcome::Done)
+            }
+            Command::CommitSinkOffsets {
+                name,
+                task,
+                generation,
+                offsets,
+            } => {
+                self.check_generation(name, Some(*task), *generation)?;
+                let stored = self.offsets.entry(name.clone()).or_default();
+                offsets.iter().for_each(|o| stored.set_sink(o));
+                Ok(Outcome::Done)
+            }
+            Command::CommitSourceOffsets {
+                name,
+                task,
+                generation,
+                offsets,
+            } => {
+                self.check_generation(name, Some(*task), *generation)?;
+                let stored = self.offsets.entry(name.clone()).or_default();
+                offsets.iter().for_each(|o| stored.set_source(o));
+                Ok(Outcome::Done)
+            }
+            Command::AlterOffsets { name, sink, source } => {
+                self.require_stopped(name)?;
+                let stored = self.offsets.entry(name.clone()).or_default();
+                sink.iter().for_each(|o| stored.set_sink(o));
+                source.iter().for_each(|o| stored.set_source(o));
+                if stored.is_empty() {
+                    self.offsets.remove(name);
+                }
+                Ok(Outcome::Done)
+            }
+            Command::ResetOffsets { name } => {
+                self.require_stopped(name)?;
+                self.offsets.remove(name);
+                Ok(Outcome::Done)
+            }
+        }
+    }
+
+    fn put_connector(
+        &mut self,
+        name: &str,
+        config: &ConfigMap,
+        create: bool,
+        expected_version: Option<u64>,
+    ) -> Response {
+        let current = self.connectors.get(name).map(|c| c.version);
+        if create && current.is_some() {
+            return Err(Rejection::AlreadyExists {
+                name: name.to_string(),
+            });
+        }
+        if let Some(expected) = expected_version {
+            let actual = current.unwrap_or(0);
+            if actual != expected {
+                return Err(Rejection::VersionMismatch {
+                    name: name.to_string(),
+                    expected,
+                    actual,
+                });
+            }
+        }
+        let connector = self.connectors.entry(name.to_string()).or_default();
+        if current.is_some() && connector.config == *config {
+            // Kafka Connect answers an unchanged PUT without bumping anything.
+            return Ok(Outcome::Connector {
+                version: connector.version,
+                created: false,
+            });
+        }
+        connector.config = config.clone();
+        connector.version += 1;
+        let version = connector.version;
+        self.status.entry(name.to_string()).or_default();
+        Ok(Outcome::Connector {
+            version,
+            created: current.is_none(),
+        })
+    }
+
+    fn restart(&mut self, name: &str, include_tasks: bool, only_failed: bool) -> Response {
+        let connector = self.connector(name)?;
+        let task_ids: Vec<u32> = (0..connector.tasks.len() as u32).collect();
+        let failed = |status: Option<&Status>| status.is_some_and(|s| s.state == RunState::Failed);
+        let status = self.status.get(name);
+        let restart_connector = !only_failed || failed(status.map(|s| &s.connector));
+        let tasks: Vec<u32> = if include_tasks {
+            task_ids
+                .into_iter()
+                .filter(|t| !only_failed || failed(status.and_then(|s| s.tasks.get(t))))
+                .collect()
+        } else {
+            Vec::new()
+        };
+        if restart_connector {
+            self.restart_instance(name, None);
+        }
+        for task in &tasks {
+            self.restart_instance(name, Some(*task));
+        }
+        Ok(Outcome::Restarted {
+            connector: restart_connector,
+            tasks,
+        })
+    }
+
+    /// A restart bumps the generation (the old run is fenced) and marks the status RESTARTING.
+    fn restart_instance(&mut self, name: &str, task: Option<u32>) {
+        let generation = self.next_generation();
+        let entry = self.assignments.entry(name.to_string()).or_default();
+        let slot = match task {
+            Some(task) => entry.tasks.get_mut(&task),
+            None => entry.connector.as_mut(),
+        };
+        let worker = match slot {
+            Some(assignment) => {
+                assignment.generation = generation;
+                assignment.worker
+            }
+            None => {
+                let assignment = Assignment {
+                    worker: None,
+                    generation,
+                };
+                match task {
+                    Some(task) => {
+                        entry.tasks.insert(task, assignment);
+                    }
+                    None => entry.connector = Some(assignment),
+                }
+                None
+            }
+        };
+        *self.status_mut(name, task) = Status {
+            state: RunState::Restarting,
+            worker,
+            trace: None,
+            generation,
+        };
+    }
+
+    fn put_task_configs(&mut self, name: &str, version: u64, configs: &[ConfigMap]) -> Response {
+        let connector = self.connector(name)?;
+        if connector.version != version {
+            return Err(Rejection::StaleTaskConfigs {
+                name: name.to_string(),
+                current: connector.version,
+                got: version,
+            });
+        }
+        let count = configs.len() as u32;
+        let changed: Vec<u32> = (0..count)
+            .filter(|t| connector.tasks.get(*t as usize) != configs.get(*t as usize))
+            .collect();
+        if let Some(connector) = self.connectors.get_mut(name) {
+            connector.tasks = configs.to_vec();
+            connector.tasks_version = version;
+        }
+        // Tasks beyond the new count are gone; changed tasks are fenced by a new generation.
+        if let Some(entry) = self.assignments.get_mut(name) {
+            entry.tasks.retain(|t, _| *t < count);
+        }
+        if let Some(status) = self.status.get_mut(name) {
+            status.tasks.retain(|t, _| *t < count);
+        }
+        for task in changed {
+            let assigned = self
+                .assignments
+                .get(name)
+                .is_some_and(|a| a.tasks.contains_key(&task));
+            if assigned {
+                let generation = self.next_generation();
+                if let Some(a) = self
+                    .assignments
+                    .get_mut(name)
+                    .and_then(|a| a.tasks.get_mut(&task))
+                {
+                    a.generation = generation;
+                }
+            }
+        }
+        Ok(Outcome::Done)
+    }
+
+    fn check_generation(&self, name: &str, task: Option<u32>, got: u64) -> Result<(), Rejection> {
+        self.connector(name)?;
+        let current = self.assignments.get(name).and_then(|a| match task {
+            Some(task) => a.tasks.get(&task),
+            None => a.connector.as_ref(),
+        });
+        match current {
+            Some(a) if a.generation == got => Ok(()),
+            other => Err(Rejection::StaleGeneration {
+                name: name.to_string(),
+                task,
+                current: other.map_or(0, |a| a.generation),
+                got,
+            }),
+        }
+    }
+
+    fn require_stopped(&self, name: &str) -> Result<(), Rejection> {
+        let connector = self.connector(name)?;
+        if connector.target != TargetState::Stopped {
+            return Err(Rejection::NotStopped {
+                name: name.to_string(),
+                state: connector.target.as_str().to_string(),
+            });
+        }
+        Ok(())
+    }
+
+    fn status_mut(&mut self, name: &str, task: Option<u32>) -> &mut Status {
+        let entry = self.status.entry(name.to_string()).or_default();
+        match task {
+            Some(task) => entry.tasks.entry(task).or_default(),
+            None => &mut entry.connector,
+        }
+    }
+}
+
+fn cap_trace(trace: &str) -> String {
+    if trace.len() <= MAX_TRACE {
+        return trace.to_string();
+    }
+    let mut end = MAX_TRACE;
+    while !trace.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}… [trace truncated]", &trace[..end])
+}
+
+#[cfg(test)]
+mod tests;

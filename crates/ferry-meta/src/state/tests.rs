@@ -1,0 +1,649 @@
+//! Table-driven tests of `apply`: each case is a sequence of commands, the answer expected for
+//! the last one, and a check of the state afterwards.
+
+use super::*;
+
+fn cfg(pairs: &[(&str, &str)]) -> ConfigMap {
+    pairs.iter().map(|(k, v)| (*k, *v)).collect()
+}
+
+fn put(name: &str, create: bool, expected_version: Option<u64>) -> Command {
+    Command::PutConnector {
+        name: name.into(),
+        config: cfg(&[("connector.class", "FileStreamSink"), ("topics", name)]),
+        create,
+        expected_version,
+    }
+}
+
+fn put_cfg(name: &str, config: ConfigMap) -> Command {
+    Command::PutConnector {
+        name: name.into(),
+        config,
+        create: false,
+        expected_version: None,
+    }
+}
+
+fn tasks(name: &str, version: u64, n: usize) -> Command {
+    Command::PutTaskConfigs {
+        name: name.into(),
+        version,
+        configs: (0..n).map(|i| cfg(&[("task", &i.to_string())])).collect(),
+    }
+}
+
+fn assign(name: &str, task: Option<u32>, worker: u64) -> Command {
+    Command::Assign {
+        name: name.into(),
+        task,
+        worker: Some(worker),
+    }
+}
+
+fn target(name: &str, target: TargetState) -> Command {
+    Command::SetTargetState {
+        name: name.into(),
+        target,
+    }
+}
+
+fn sink_commit(name: &str, task: u32, generation: u64, offset: i64) -> Command {
+    Command::CommitSinkOffsets {
+        name: name.into(),
+        task,
+        generation,
+        offsets: vec![SinkOffset {
+            topic: "t".into(),
+            partition: 0,
+            offset: Some(offset),
+        }],
+    }
+}
+
+fn report(name: &str, task: Option<u32>, generation: u64, state: RunState) -> Command {
+    Command::ReportStatus {
+        name: name.into(),
+        task,
+        generation,
+        state,
+        worker: Some(1),
+        trace: None,
+    }
+}
+
+struct Case {
+    name: &'static str,
+    commands: Vec<Command>,
+    want: Response,
+    check: fn(&ClusterState),
+}
+
+fn run(cases: Vec<Case>) {
+    for case in cases {
+        let mut state = ClusterState::default();
+        let mut last = Ok(Outcome::Done);
+        for command in &case.commands {
+            last = state.apply(&Request::anonymous(command.clone()));
+        }
+        assert_eq!(last, case.want, "case {}", case.name);
+        (case.check)(&state);
+    }
+}
+
+fn nothing(_: &ClusterState) {}
+
+#[test]
+fn connectors() {
+    run(vec![
+        Case {
+            name: "create stores version 1",
+            commands: vec![put("a", true, None)],
+            want: Ok(Outcome::Connector {
+                version: 1,
+                created: true,
+            }),
+            check: |s| {
+                assert_eq!(s.connectors["a"].version, 1);
+                assert_eq!(s.connectors["a"].target, TargetState::Running);
+                assert_eq!(s.status["a"].connector.state, RunState::Unassigned);
+            },
+        },
+        Case {
+            name: "create twice is refused",
+            commands: vec![put("a", true, None), put("a", true, None)],
+            want: Err(Rejection::AlreadyExists { name: "a".into() }),
+            check: |s| assert_eq!(s.connectors["a"].version, 1),
+        },
+        Case {
+            name: "update bumps the version",
+            commands: vec![
+                put("a", true, None),
+                put_cfg("a", cfg(&[("topics", "other")])),
+            ],
+            want: Ok(Outcome::Connector {
+                version: 2,
+                created: false,
+            }),
+            check: |s| assert_eq!(s.connectors["a"].config.get("topics"), Some("other")),
+        },
+        Case {
+            name: "an unchanged config keeps its version",
+            commands: vec![put("a", true, None), put("a", false, None)],
+            want: Ok(Outcome::Connector {
+                version: 1,
+                created: false,
+            }),
+            check: nothing,
+        },
+        Case {
+            name: "compare-and-set with the right version",
+            commands: vec![
+                put("a", true, None),
+                Command::PutConnector {
+                    name: "a".into(),
+                    config: cfg(&[("x", "1")]),
+                    create: false,
+                    expected_version: Some(1),
+                },
+            ],
+            want: Ok(Outcome::Connector {
+                version: 2,
+                created: false,
+            }),
+            check: nothing,
+        },
+        Case {
+            name: "compare-and-set with a stale version",
+            commands: vec![
+                put("a", true, None),
+                put_cfg("a", cfg(&[("x", "1")])),
+                Command::PutConnector {
+                    name: "a".into(),
+                    config: cfg(&[("x", "2")]),
+                    create: false,
+                    expected_version: Some(1),
+                },
+            ],
+            want: Err(Rejection::VersionMismatch {
+                name: "a".into(),
+                expected: 1,
+                actual: 2,
+            }),
+            check: |s| assert_eq!(s.connectors["a"].config.get("x"), Some("1")),
+        },
+        Case {
+            name: "delete removes everything of the connector",
+            commands: vec![
+                put("a", true, None),
+                put("b", true, None),
+                tasks("a", 1, 1),
+                assign("a", Some(0), 1),
+                sink_commit("a", 0, 1, 5),
+                Command::DeleteConnector { name: "a".into() },
+            ],
+            want: Ok(Outcome::Done),
+            check: |s| {
+                assert!(!s.connectors.contains_key("a"));
+                assert!(!s.assignments.contains_key("a"));
+                assert!(!s.status.contains_key("a"));
+                assert!(!s.offsets.contains_key("a"));
+                assert!(s.connectors.contains_key("b"));
+            },
+        },
+        Case {
+            name: "delete of an unknown connector",
+            commands: vec![Command::DeleteConnector { name: "x".into() }],
+            want: Err(Rejection::NotFound { name: "x".into() }),
+            check: nothing,
+        },
+        Case {
+            name: "pause sets the target state",
+            commands: vec![put("a", true, None), target("a", TargetState::Paused)],
+            want: Ok(Outcome::Done),
+            check: |s| assert_eq!(s.connectors["a"].target, TargetState::Paused),
+        },
+    ]);
+}
+
+#[test]
+fn generations_and_fencing() {
+    run(vec![
+        Case {
+            name: "every assignment gets a new generation",
+            commands: vec![
+                put("a", true, None),
+                tasks("a", 1, 2),
+                assign("a", Some(0), 1),
+                assign("a", Some(1), 2),
+                assign("a", Some(0), 2),
+            ],
+            want: Ok(Outcome::Assigned { generation: 3 }),
+            check: |s| {
+                assert_eq!(s.assignments["a"].tasks[&0].generation, 3);
+                assert_eq!(s.assignments["a"].tasks[&0].worker, Some(2));
+                assert_eq!(s.assignments["a"].tasks[&1].generation, 2);
+            },
+        },
+        Case {
+            name: "a commit with the current generation is accepted",
+            commands: vec![
+                put("a", true, None),
+                tasks("a", 1, 1),
+                assign("a", Some(0), 1),
+                sink_commit("a", 0, 1, 42),
+            ],
+            want: Ok(Outcome::Done),
+            check: |s| assert_eq!(s.offsets["a"].sink["t"][&0], 42),
+        },
+        Case {
+            name: "a commit from a moved task is rejected",
+            commands: vec![
+                put("a", true, None),
+                tasks("a", 1, 1),
+                assign("a", Some(0), 1),
+                sink_commit("a", 0, 1, 10),
+                assign("a", Some(0), 2),
+                sink_commit("a", 0, 1, 99),
+            ],
+            want: Err(Rejection::StaleGeneration {
+                name: "a".into(),
+                task: Some(0),
+                current: 2,
+                got: 1,
+            }),
+            check: |s| assert_eq!(s.offsets["a"].sink["t"][&0], 10),
+        },
+        Case {
+            name: "a restart fences the old run",
+            commands: vec![
+                put("a", true, None),
+                tasks("a", 1, 1),
+                assign("a", Some(0), 1),
+                Command::RestartTask {
+                    name: "a".into(),
+                    task: 0,
+                },
+                report("a", Some(0), 1, RunState::Running),
+            ],
+            want: Err(Rejection::StaleGeneration {
+                name: "a".into(),
+                task: Some(0),
+                current: 2,
+                got: 1,
+            }),
+            check: |s| {
+                assert_eq!(s.status["a"].tasks[&0].state, RunState::Restarting);
+                assert_eq!(s.status["a"].tasks[&0].worker, Some(1));
+            },
+        },
+        Case {
+            name: "a config change bumps the generation of changed tasks only",
+            commands: vec![
+                put("a", true, None),
+                tasks("a", 1, 2),
+                assign("a", Some(0), 1),
+                assign("a", Some(1), 1),
+                put_cfg("a", cfg(&[("x", "1")])),
+                Command::PutTaskConfigs {
+                    name: "a".into(),
+                    version: 2,
+                    configs: vec![cfg(&[("task", "0")]), cfg(&[("task", "1"), ("x", "1")])],
+                },
+            ],
+            want: Ok(Outcome::Done),
+            check: |s| {
+                assert_eq!(s.assignments["a"].tasks[&0].generation, 1);
+                assert_eq!(s.assignments["a"].tasks[&1].generation, 3);
+            },
+        },
+        Case {
+            name: "fewer tasks drop the extra assignments",
+            commands: vec![
+                put("a", true, None),
+                tasks("a", 1, 2),
+                assign("a", Some(1), 1),
+                tasks("a", 1, 1),
+            ],
+            want: Ok(Outcome::Done),
+            check: |s| assert!(s.assignments["a"].tasks.is_empty()),
+        },
+        Case {
+            name: "task configs from an old config version are refused",
+            commands: vec![
+                put("a", true, None),
+                put_cfg("a", cfg(&[("x", "1")])),
+                tasks("a", 1, 1),
+            ],
+            want: Err(Rejection::StaleTaskConfigs {
+                name: "a".into(),
+                current: 2,
+                got: 1,
+            }),
+            check: |s| assert!(s.connectors["a"].tasks.is_empty()),
+        },
+        Case {
+            name: "assigning an unknown task",
+            commands: vec![put("a", true, None), assign("a", Some(3), 1)],
+            want: Err(Rejection::UnknownTask {
+                name: "a".into(),
+                task: 3,
+            }),
+            check: |s| assert_eq!(s.generation, 0),
+        },
+        Case {
+            name: "status with the current generation is recorded, trace capped",
+            commands: vec![
+                put("a", true, None),
+                assign("a", None, 7),
+                Command::ReportStatus {
+                    name: "a".into(),
+                    task: None,
+                    generation: 1,
+                    state: RunState::Failed,
+                    worker: Some(7),
+                    trace: Some("x".repeat(MAX_TRACE * 2)),
+                },
+            ],
+            want: Ok(Outcome::Done),
+            check: |s| {
+                let st = &s.status["a"].connector;
+                assert_eq!(st.state, RunState::Failed);
+                assert!(st.trace.as_ref().is_some_and(|t| t.len() < MAX_TRACE + 64));
+            },
+        },
+    ]);
+}
+
+#[test]
+fn restarts() {
+    let setup = || {
+        vec![
+            put("a", true, None),
+            tasks("a", 1, 3),
+            assign("a", None, 1),
+            assign("a", Some(0), 1),
+            assign("a", Some(1), 1),
+            assign("a", Some(2), 1),
+            report("a", Some(1), 3, RunState::Failed),
+        ]
+    };
+    let with = |extra: Command| {
+        let mut c = setup();
+        c.push(extra);
+        c
+    };
+    let restart = |include_tasks, only_failed| Command::Restart {
+        name: "a".into(),
+        include_tasks,
+        only_failed,
+    };
+    run(vec![
+        Case {
+            name: "connector only",
+            commands: with(restart(false, false)),
+            want: Ok(Outcome::Restarted {
+                connector: true,
+                tasks: vec![],
+            }),
+            check: |s| assert_eq!(s.status["a"].connector.state, RunState::Restarting),
+        },
+        Case {
+            name: "with tasks",
+            commands: with(restart(true, false)),
+            want: Ok(Outcome::Restarted {
+                connector: true,
+                tasks: vec![0, 1, 2],
+            }),
+            check: nothing,
+        },
+        Case {
+            name: "only failed tasks",
+            commands: with(restart(true, true)),
+            want: Ok(Outcome::Restarted {
+                connector: false,
+                tasks: vec![1],
+            }),
+            check: |s| {
+                assert_eq!(s.status["a"].tasks[&1].state, RunState::Restarting);
+                assert_eq!(s.status["a"].tasks[&0].state, RunState::Unassigned);
+            },
+        },
+        Case {
+            name: "unknown task",
+            commands: with(Command::RestartTask {
+                name: "a".into(),
+                task: 9,
+            }),
+            want: Err(Rejection::UnknownTask {
+                name: "a".into(),
+                task: 9,
+            }),
+            check: nothing,
+        },
+    ]);
+}
+
+#[test]
+fn offsets_follow_kip_875() {
+    let alter = || Command::AlterOffsets {
+        name: "a".into(),
+        sink: vec![SinkOffset {
+            topic: "t".into(),
+            partition: 1,
+            offset: Some(7),
+        }],
+        source: vec![SourceOffset {
+            partition: r#"{"file":"x"}"#.into(),
+            offset: Some(r#"{"position":3}"#.into()),
+        }],
+    };
+    run(vec![
+        Case {
+            name: "alter while running is refused",
+            commands: vec![put("a", true, None), alter()],
+            want: Err(Rejection::NotStopped {
+                name: "a".into(),
+                state: "RUNNING".into(),
+            }),
+            check: |s| assert!(!s.offsets.contains_key("a")),
+        },
+        Case {
+            name: "alter while paused is refused",
+            commands: vec![
+                put("a", true, None),
+                target("a", TargetState::Paused),
+                alter(),
+            ],
+            want: Err(Rejection::NotStopped {
+                name: "a".into(),
+                state: "PAUSED".into(),
+            }),
+            check: nothing,
+        },
+        Case {
+            name: "alter while stopped",
+            commands: vec![
+                put("a", true, None),
+                target("a", TargetState::Stopped),
+                alter(),
+            ],
+            want: Ok(Outcome::Done),
+            check: |s| {
+                assert_eq!(s.offsets["a"].sink["t"][&1], 7);
+                assert_eq!(
+                    s.offsets["a"].source[r#"{"file":"x"}"#],
+                    r#"{"position":3}"#
+                );
+            },
+        },
+        Case {
+            name: "a null offset removes the partition",
+            commands: vec![
+                put("a", true, None),
+                target("a", TargetState::Stopped),
+                alter(),
+                Command::AlterOffsets {
+                    name: "a".into(),
+                    sink: vec![SinkOffset {
+                        topic: "t".into(),
+                        partition: 1,
+                        offset: None,
+                    }],
+                    source: vec![],
+                },
+            ],
+            want: Ok(Outcome::Done),
+            check: |s| {
+                assert!(s.offsets["a"].sink.is_empty());
+                assert_eq!(s.offsets["a"].source.len(), 1);
+            },
+        },
+        Case {
+            name: "reset while stopped",
+            commands: vec![
+                put("a", true, None),
+                target("a", TargetState::Stopped),
+                alter(),
+                Command::ResetOffsets { name: "a".into() },
+            ],
+            want: Ok(Outcome::Done),
+            check: |s| assert!(!s.offsets.contains_key("a")),
+        },
+        Case {
+            name: "reset while running is refused",
+            commands: vec![
+                put("a", true, None),
+                Command::ResetOffsets { name: "a".into() },
+            ],
+            want: Err(Rejection::NotStopped {
+                name: "a".into(),
+                state: "RUNNING".into(),
+            }),
+            check: nothing,
+        },
+    ]);
+}
+
+#[test]
+fn cluster_id_is_set_once() {
+    run(vec![
+        Case {
+            name: "first set",
+            commands: vec![Command::SetClusterId { id: "c1".into() }],
+            want: Ok(Outcome::Done),
+            check: |s| assert_eq!(s.cluster_id.as_deref(), Some("c1")),
+        },
+        Case {
+            name: "same id again is fine",
+            commands: vec![
+                Command::SetClusterId { id: "c1".into() },
+                Command::SetClusterId { id: "c1".into() },
+            ],
+            want: Ok(Outcome::Done),
+            check: nothing,
+        },
+        Case {
+            name: "another id is refused",
+            commands: vec![
+                Command::SetClusterId { id: "c1".into() },
+                Command::SetClusterId { id: "c2".into() },
+            ],
+            want: Err(Rejection::ClusterIdSet {
+                current: "c1".into(),
+            }),
+            check: |s| assert_eq!(s.cluster_id.as_deref(), Some("c1")),
+        },
+    ]);
+}
+
+#[test]
+fn a_retried_request_applies_once_and_gets_its_first_answer() {
+    let mut state = ClusterState::default();
+    let create = Request::new("req-1", put("a", true, None));
+    let first = state.apply(&create);
+    assert_eq!(
+        first,
+        Ok(Outcome::Connector {
+            version: 1,
+            created: true
+        })
+    );
+    let bump = Request::new("req-2", put_cfg("a", cfg(&[("x", "1")])));
+    assert!(state.apply(&bump).is_ok());
+    // Retries: same answers, no change.
+    assert_eq!(state.apply(&create), first);
+    assert_eq!(
+        state.apply(&bump),
+        Ok(Outcome::Connector {
+            version: 2,
+            created: false
+        })
+    );
+    assert_eq!(state.connectors["a"].version, 2);
+    // A new id is a new write.
+    let again = Request::new("req-3", put("a", true, None));
+    assert_eq!(
+        state.apply(&again),
+        Err(Rejection::AlreadyExists { name: "a".into() })
+    );
+}
+
+#[test]
+fn recent_request_ids_are_bounded() {
+    let mut state = ClusterState::default();
+    for i in 0..RECENT_REQUESTS + 10 {
+        let answer = state.apply(&Request::new(
+            format!("r{i}"),
+            Command::PutWorker {
+                id: 1,
+                node: FerryNode::default(),
+            },
+        ));
+        assert_eq!(answer, Ok(Outcome::Done));
+    }
+    assert_eq!(state.requests.len(), RECENT_REQUESTS);
+    assert_eq!(state.request_order.len(), RECENT_REQUESTS);
+    assert!(!state.requests.contains_key("r0"));
+    assert!(state
+        .requests
+        .contains_key(&format!("r{}", RECENT_REQUESTS + 9)));
+}
+
+#[test]
+fn apply_is_deterministic() {
+    let commands = [
+        put("a", true, None),
+        tasks("a", 1, 2),
+        assign("a", Some(0), 1),
+        assign("a", Some(1), 2),
+        sink_commit("a", 0, 1, 3),
+        target("a", TargetState::Stopped),
+        Command::ResetOffsets { name: "a".into() },
+    ];
+    let replay = || {
+        let mut s = ClusterState::default();
+        let answers: Vec<Response> = commands
+            .iter()
+            .enumerate()
+            .map(|(i, c)| s.apply(&Request::new(format!("r{i}"), c.clone())))
+            .collect();
+        (s, answers)
+    };
+    assert_eq!(replay(), replay());
+}
+
+#[test]
+fn display_never_shows_config() {
+    let request = Request::new(
+        "r1",
+        Command::PutConnector {
+            name: "jdbc".into(),
+            config: cfg(&[("connection.password", "kcpw")]),
+            create: true,
+            expected_version: None,
+        },
+    );
+    let shown = format!("{request} {request:?}");
+    assert!(!shown.contains("kcpw"), "{shown}");
+}

@@ -1,0 +1,254 @@
+//! The state machine: [`ClusterState`] in memory, persisted with its last applied log id and
+//! membership as snapshots in sled.
+
+use std::io::Cursor;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
+
+use openraft::storage::RaftStateMachine;
+use openraft::{EntryPayload, OptionalSend, RaftSnapshotBuilder, StorageIOError};
+use serde::{Deserialize, Serialize};
+use tokio::sync::watch;
+
+use crate::error::MetaError;
+use crate::state::{ClusterState, Outcome, Response};
+use crate::types::{
+    Entry, LogId, Snapshot, SnapshotMeta, StorageError, StoredMembership, TypeConfig,
+};
+
+const CURRENT: &str = "current";
+
+/// The applied state: written and read as one value, so the state and the log id it reflects
+/// can never disagree.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+pub struct AppliedState {
+    pub last_applied: Option<LogId>,
+    pub membership: StoredMembership,
+    pub state: ClusterState,
+}
+
+/// A stored snapshot: its meta and the serialized [`AppliedState`].
+#[derive(Serialize, Deserialize)]
+struct StoredSnapshot {
+    meta: SnapshotMeta,
+    data: Vec<u8>,
+}
+
+/// A read-only handle on the applied state, for the API and the reconcilers.
+#[derive(Clone)]
+pub struct StateReader {
+    inner: Arc<RwLock<AppliedState>>,
+    applied: watch::Receiver<u64>,
+}
+
+impl StateReader {
+    /// Read the applied state. The guard must not be held across an `.await`.
+    pub fn read(&self) -> RwLockReadGuard<'_, AppliedState> {
+        self.inner.read().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Changes whenever this node applies entries: the index of the last one applied.
+    pub fn applied(&self) -> watch::Receiver<u64> {
+        self.applied.clone()
+    }
+}
+
+pub struct StateMachineStore {
+    db: sled::Db,
+    snapshots: sled::Tree,
+    inner: Arc<RwLock<AppliedState>>,
+    applied_tx: Arc<watch::Sender<u64>>,
+    applied_rx: watch::Receiver<u64>,
+    /// Makes snapshot ids unique even for the same last log id.
+    snapshot_seq: Arc<AtomicU64>,
+}
+
+impl StateMachineStore {
+    pub(crate) fn open(db: &sled::Db) -> Result<Self, MetaError> {
+        let snapshots = db
+            .open_tree("snapshots")
+            .map_err(|source| MetaError::Storage {
+                what: "open sled tree snapshots".into(),
+                source,
+            })?;
+        let mut applied = AppliedState::default();
+        if let Some(raw) = snapshots
+            .get(CURRENT)
+            .map_err(|source| MetaError::Storage {
+                what: "read the current snapshot".into(),
+                source,
+            })?
+        {
+            let stored: StoredSnapshot =
+                serde_json::from_slice(&raw).map_err(|e| MetaError::Corrupt {
+                    what: "the current snapshot".into(),
+                    reason: e.to_string(),
+                })?;
+            applied = serde_json::from_slice(&stored.data).map_err(|e| MetaError::Corrupt {
+                what: "the current snapshot's state".into(),
+                reason: e.to_string(),
+            })?;
+        }
+        let index = applied.last_applied.map_or(0, |l| l.index);
+        let (tx, rx) = watch::channel(index);
+        Ok(StateMachineStore {
+            db: db.clone(),
+            snapshots,
+            inner: Arc::new(RwLock::new(applied)),
+            applied_tx: Arc::new(tx),
+            applied_rx: rx,
+            snapshot_seq: Arc::new(AtomicU64::new(0)),
+        })
+    }
+
+    pub fn reader(&self) -> StateReader {
+        StateReader {
+            inner: self.inner.clone(),
+            applied: self.applied_rx.clone(),
+        }
+    }
+
+    fn write(&self) -> RwLockWriteGuard<'_, AppliedState> {
+        self.inner.write().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn read(&self) -> RwLockReadGuard<'_, AppliedState> {
+        self.inner.read().unwrap_or_else(|p| p.into_inner())
+    }
+
+    async fn store_snapshot(&self, stored: &StoredSnapshot) -> Result<(), StorageError> {
+        let signature = Some(stored.meta.signature());
+        let bytes = serde_json::to_vec(stored)
+            .map_err(|e| StorageIOError::write_snapshot(signature.clone(), &e))?;
+        self.snapshots
+            .insert(CURRENT, bytes)
+            .map_err(|e| StorageIOError::write_snapshot(signature.clone(), &e))?;
+        self.db
+            .flush_async()
+            .await
+            .map_err(|e| StorageIOError::write_snapshot(signature, &e))?;
+        Ok(())
+    }
+}
+
+/// Builds snapshots from a copy of the applied state.
+pub struct SnapshotBuilder {
+    store: StateMachineStore,
+}
+
+impl Clone for StateMachineStore {
+    fn clone(&self) -> Self {
+        StateMachineStore {
+            db: self.db.clone(),
+            snapshots: self.snapshots.clone(),
+            inner: self.inner.clone(),
+            applied_tx: self.applied_tx.clone(),
+            applied_rx: self.applied_rx.clone(),
+            snapshot_seq: self.snapshot_seq.clone(),
+        }
+    }
+}
+
+impl RaftSnapshotBuilder<TypeConfig> for SnapshotBuilder {
+    async fn build_snapshot(&mut self) -> Result<Snapshot, StorageError> {
+        let applied = self.store.read().clone();
+        let data =
+            serde_json::to_vec(&applied).map_err(|e| StorageIOError::write_snapshot(None, &e))?;
+        let seq = self.store.snapshot_seq.fetch_add(1, Ordering::Relaxed) + 1;
+        let snapshot_id = match applied.last_applied {
+            Some(last) => format!("{}-{}-{seq}", last.leader_id, last.index),
+            None => format!("empty-{seq}"),
+        };
+        let meta = SnapshotMeta {
+            last_log_id: applied.last_applied,
+            last_membership: applied.membership.clone(),
+            snapshot_id,
+        };
+        let stored = StoredSnapshot { meta, data };
+        self.store.store_snapshot(&stored).await?;
+        Ok(Snapshot {
+            meta: stored.meta,
+            snapshot: Box::new(Cursor::new(stored.data)),
+        })
+    }
+}
+
+impl RaftStateMachine<TypeConfig> for StateMachineStore {
+    type SnapshotBuilder = SnapshotBuilder;
+
+    async fn applied_state(&mut self) -> Result<(Option<LogId>, StoredMembership), StorageError> {
+        let applied = self.read();
+        Ok((applied.last_applied, applied.membership.clone()))
+    }
+
+    async fn apply<I>(&mut self, entries: I) -> Result<Vec<Response>, StorageError>
+    where
+        I: IntoIterator<Item = Entry> + OptionalSend,
+        I::IntoIter: OptionalSend,
+    {
+        let mut answers = Vec::new();
+        let last = {
+            let mut applied = self.write();
+            for entry in entries {
+                applied.last_applied = Some(entry.log_id);
+                let answer = match entry.payload {
+                    EntryPayload::Blank => Ok(Outcome::Done),
+                    EntryPayload::Normal(request) => applied.state.apply(&request),
+                    EntryPayload::Membership(membership) => {
+                        applied.membership = StoredMembership::new(Some(entry.log_id), membership);
+                        Ok(Outcome::Done)
+                    }
+                };
+                answers.push(answer);
+            }
+            applied.last_applied.map_or(0, |l| l.index)
+        };
+        self.applied_tx.send_replace(last);
+        Ok(answers)
+    }
+
+    async fn get_snapshot_builder(&mut self) -> Self::SnapshotBuilder {
+        SnapshotBuilder {
+            store: self.clone(),
+        }
+    }
+
+    async fn begin_receiving_snapshot(&mut self) -> Result<Box<Cursor<Vec<u8>>>, StorageError> {
+        Ok(Box::new(Cursor::new(Vec::new())))
+    }
+
+    async fn install_snapshot(
+        &mut self,
+        meta: &SnapshotMeta,
+        snapshot: Box<Cursor<Vec<u8>>>,
+    ) -> Result<(), StorageError> {
+        let data = snapshot.into_inner();
+        let installed: AppliedState = serde_json::from_slice(&data)
+            .map_err(|e| StorageIOError::read_snapshot(Some(meta.signature()), &e))?;
+        let stored = StoredSnapshot {
+            meta: meta.clone(),
+            data,
+        };
+        self.store_snapshot(&stored).await?;
+        let index = installed.last_applied.map_or(0, |l| l.index);
+        *self.write() = installed;
+        self.applied_tx.send_replace(index);
+        Ok(())
+    }
+
+    async fn get_current_snapshot(&mut self) -> Result<Option<Snapshot>, StorageError> {
+        let raw = self
+            .snapshots
+            .get(CURRENT)
+            .map_err(|e| StorageIOError::read_snapshot(None, &e))?;
+        let Some(raw) = raw else {
+            return Ok(None);
+        };
+        let stored: StoredSnapshot =
+            serde_json::from_slice(&raw).map_err(|e| StorageIOError::read_snapshot(None, &e))?;
+        Ok(Some(Snapshot {
+            meta: stored.meta,
+            snapshot: Box::new(Cursor::new(stored.data)),
+        }))
+    }
+}

@@ -1,0 +1,12 @@
+//! Ferry's gRPC services, generated from `proto/`. Nothing else lives here: domain types and the
+//! conversions to and from these messages belong to the crates that own them.
+
+/// The client-facing management service.
+pub mod management {
+    tonic::include_proto!("ferry.v1");
+}
+
+/// The peer-only service: Raft RPCs, forwarded writes, read index, bootstrap probes.
+pub mod peer {
+    tonic::include_proto!("ferry.peer.v1");
+}
