@@ -1,0 +1,210 @@
+//! Config definitions: each property declared once (name, type, default, importance,
+//! documentation, validator, and whether Ferry supports it); the same declaration drives
+//! parsing, validation errors, the validate API and the docs.
+
+/// The type of a property value, as Kafka Connect's `ConfigDef.Type`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ConfigType {
+    String,
+    Int,
+    Long,
+    Boolean,
+    /// Comma-separated list.
+    List,
+    /// A secret: never returned or logged.
+    Password,
+    /// A class name.
+    Class,
+}
+
+impl ConfigType {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ConfigType::String => "STRING",
+            ConfigType::Int => "INT",
+            ConfigType::Long => "LONG",
+            ConfigType::Boolean => "BOOLEAN",
+            ConfigType::List => "LIST",
+            ConfigType::Password => "PASSWORD",
+            ConfigType::Class => "CLASS",
+        }
+    }
+
+    /// Check that `value` parses as this type; the error says what was expected.
+    pub fn check(self, value: &str) -> Result<(), String> {
+        let value = value.trim();
+        match self {
+            ConfigType::Int => value
+                .parse::<i32>()
+                .map(|_| ())
+                .map_err(|_| format!("expected a 32-bit integer, got {value:?}")),
+            ConfigType::Long => value
+                .parse::<i64>()
+                .map(|_| ())
+                .map_err(|_| format!("expected a 64-bit integer, got {value:?}")),
+            ConfigType::Boolean => match value.to_ascii_lowercase().as_str() {
+                "true" | "false" => Ok(()),
+                _ => Err(format!("expected true or false, got {value:?}")),
+            },
+            ConfigType::String | ConfigType::List | ConfigType::Password | ConfigType::Class => {
+                Ok(())
+            }
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Importance {
+    High,
+    Medium,
+    Low,
+}
+
+/// Whether Ferry honours a property. Nothing is silently ignored (DESIGN.md).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Support {
+    Supported,
+    /// Accepted for compatibility, without effect; the reason is shown as a warning.
+    NoEffect(&'static str),
+    /// Refused with a validation error giving the reason.
+    Rejected(&'static str),
+}
+
+/// A validator of a property's (type-checked) value.
+pub type Validator = fn(&str) -> Result<(), String>;
+
+/// One property.
+#[derive(Clone, Debug)]
+pub struct ConfigKey {
+    pub name: &'static str,
+    pub ty: ConfigType,
+    /// `None` and `required`: the property must be given.
+    pub default: Option<&'static str>,
+    pub required: bool,
+    pub importance: Importance,
+    pub doc: &'static str,
+    pub validator: Option<Validator>,
+    pub support: Support,
+}
+
+impl ConfigKey {
+    /// A supported, optional property without default or validator.
+    pub const fn new(
+        name: &'static str,
+        ty: ConfigType,
+        importance: Importance,
+        doc: &'static str,
+    ) -> Self {
+        ConfigKey {
+            name,
+            ty,
+            default: None,
+            required: false,
+            importance,
+            doc,
+            validator: None,
+            support: Support::Supported,
+        }
+    }
+
+    pub const fn required(mut self) -> Self {
+        self.required = true;
+        self
+    }
+
+    pub const fn default(mut self, value: &'static str) -> Self {
+        self.default = Some(value);
+        self
+    }
+
+    pub const fn validator(mut self, validator: Validator) -> Self {
+        self.validator = Some(validator);
+        self
+    }
+
+    pub const fn support(mut self, support: Support) -> Self {
+        self.support = support;
+        self
+    }
+}
+
+/// The properties of a plugin.
+pub type ConfigDef = Vec<ConfigKey>;
+
+/// Validator: an integer of at least `min`.
+pub fn at_least(min: i64) -> impl Fn(&str) -> Result<(), String> {
+    move |value| match value.trim().parse::<i64>() {
+        Ok(v) if v >= min => Ok(()),
+        Ok(v) => Err(format!("must be at least {min}, got {v}")),
+        Err(_) => Err(format!("expected an integer, got {value:?}")),
+    }
+}
+
+/// Validator: at least 1.
+pub fn positive(value: &str) -> Result<(), String> {
+    at_least(1)(value)
+}
+
+/// Validator: a non-empty value.
+pub fn non_empty(value: &str) -> Result<(), String> {
+    if value.trim().is_empty() {
+        Err("must not be empty".into())
+    } else {
+        Ok(())
+    }
+}
+
+/// The properties every connector has (Kafka Connect's `ConnectorConfig`).
+pub fn connector_common() -> ConfigDef {
+    vec![
+        ConfigKey::new(
+            "name",
+            ConfigType::String,
+            Importance::High,
+            "Globally unique name of the connector.",
+        )
+        .required()
+        .validator(non_empty),
+        ConfigKey::new(
+            "connector.class",
+            ConfigType::String,
+            Importance::High,
+            "Name or alias of the connector class, e.g. \
+             org.apache.kafka.connect.file.FileStreamSinkConnector or FileStreamSink.",
+        )
+        .required(),
+        ConfigKey::new(
+            "tasks.max",
+            ConfigType::Int,
+            Importance::High,
+            "Maximum number of tasks to use for this connector.",
+        )
+        .default("1")
+        .validator(positive),
+    ]
+}
+
+/// The properties every sink connector has (Kafka Connect's `SinkConnectorConfig`).
+pub fn sink_common() -> ConfigDef {
+    vec![
+        ConfigKey::new(
+            "topics",
+            ConfigType::List,
+            Importance::High,
+            "Comma-separated topics to consume. Exactly one of topics and topics.regex.",
+        ),
+        ConfigKey::new(
+            "topics.regex",
+            ConfigType::String,
+            Importance::High,
+            "Regular expression of the topics to consume. Exactly one of topics and topics.regex.",
+        )
+        .validator(valid_regex),
+    ]
+}
+
+fn valid_regex(value: &str) -> Result<(), String> {
+    regex::Regex::new(value)
+        .map(|_| ())
+        .map_err(|e| format!("not a valid regular expression: {e}"))
+}

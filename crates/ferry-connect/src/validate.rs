@@ -1,0 +1,343 @@
+//! Validation of a connector config: every property is checked against the plugin's
+//! definition, and every given property is either supported, accepted without effect (with a
+//! warning), or rejected with an error naming it.
+
+use std::collections::BTreeMap;
+
+use crate::config::{connector_common, sink_common, ConfigDef, ConfigKey, ConfigType, Support};
+use crate::plugin::{find, PluginDesc, PluginKind};
+
+/// The validation of one property.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FieldResult {
+    pub name: String,
+    /// The given value (`None`: not given).
+    pub value: Option<String>,
+    pub errors: Vec<String>,
+    pub warnings: Vec<String>,
+    pub doc: String,
+    pub ty: Option<ConfigType>,
+    pub required: bool,
+}
+
+impl FieldResult {
+    fn new(name: &str, value: Option<&String>) -> Self {
+        FieldResult {
+            name: name.to_string(),
+            value: value.cloned(),
+            errors: Vec::new(),
+            warnings: Vec::new(),
+            doc: String::new(),
+            ty: None,
+            required: false,
+        }
+    }
+}
+
+/// The validation of a whole config.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Validation {
+    /// The plugin's class, when `connector.class` named a known plugin.
+    pub class: Option<&'static str>,
+    pub kind: Option<PluginKind>,
+    pub fields: Vec<FieldResult>,
+}
+
+impl Validation {
+    pub fn error_count(&self) -> usize {
+        self.fields.iter().map(|f| f.errors.len()).sum()
+    }
+
+    pub fn warnings(&self) -> impl Iterator<Item = String> + '_ {
+        self.fields
+            .iter()
+            .flat_map(|f| f.warnings.iter().map(move |w| format!("{}: {w}", f.name)))
+    }
+
+    /// The errors as `field: message`, for an error reply.
+    pub fn errors(&self) -> Vec<String> {
+        self.fields
+            .iter()
+            .flat_map(|f| f.errors.iter().map(move |e| format!("{}: {e}", f.name)))
+            .collect()
+    }
+
+    fn field(&mut self, name: &str) -> Option<&mut FieldResult> {
+        self.fields.iter_mut().find(|f| f.name == name)
+    }
+}
+
+/// The full definition of a plugin: common connector properties, sink ones for sinks, its own.
+pub fn definition(plugin: &PluginDesc) -> ConfigDef {
+    let mut def = connector_common();
+    if plugin.kind == PluginKind::Sink {
+        def.extend(sink_common());
+    }
+    def.extend((plugin.config)());
+    def
+}
+
+/// Validate `config` against the plugins Ferry has.
+pub fn validate(plugins: &[PluginDesc], config: &BTreeMap<String, String>) -> Validation {
+    let class = config.get("connector.class");
+    let plugin = class.and_then(|c| find(plugins, c));
+    let def = match plugin {
+        Some(plugin) => definition(plugin),
+        None => connector_common(),
+    };
+    let mut validation = Validation {
+        class: plugin.map(|p| p.class),
+        kind: plugin.map(|p| p.kind),
+        fields: def
+            .iter()
+            .map(|key| check_key(key, config.get(key.name)))
+            .collect(),
+    };
+    if let (Some(class), None) = (class, plugin) {
+        let known: Vec<&str> = plugins.iter().map(|p| p.class).collect();
+        if let Some(field) = validation.field("connector.class") {
+            field.errors.push(format!(
+                "unknown connector class {class:?}; Ferry's plugins are: {}",
+                known.join(", ")
+            ));
+        }
+    }
+    // Given properties that no definition knows.
+    if plugin.is_some() {
+        for (name, value) in config {
+            if !def.iter().any(|k| k.name == name) {
+                let mut field = FieldResult::new(name, Some(value));
+                field.errors.push(format!(
+                    "unknown property {name:?}: not a property of {} in Ferry; remove it",
+                    validation.class.unwrap_or("this connector")
+                ));
+                validation.fields.push(field);
+            }
+        }
+    }
+    if let Some(plugin) = plugin {
+        if plugin.kind == PluginKind::Sink {
+            check_topics(config, &mut validation);
+        }
+        if let Some(check) = plugin.check {
+            for (name, error) in check(config) {
+                match validation.field(&name) {
+                    Some(field) => field.errors.push(error),
+                    None => {
+                        let mut field = FieldResult::new(&name, config.get(&name));
+                        field.errors.push(error);
+                        validation.fields.push(field);
+                    }
+                }
+            }
+        }
+    }
+    validation
+}
+
+fn check_key(key: &ConfigKey, value: Option<&String>) -> FieldResult {
+    let mut field = FieldResult::new(key.name, value);
+    field.doc = key.doc.to_string();
+    field.ty = Some(key.ty);
+    field.required = key.required;
+    match value {
+        None if key.required && key.default.is_none() => {
+            field
+                .errors
+                .push(format!("missing required property {}", key.name));
+        }
+        None => {}
+        Some(value) => {
+            match key.support {
+                Support::Supported => {}
+                Support::NoEffect(why) => field
+                    .warnings
+                    .push(format!("accepted without effect: {why}")),
+                Support::Rejected(why) => {
+                    field.errors.push(format!("not supported by Ferry: {why}"))
+                }
+            }
+            if let Err(e) = key.ty.check(value) {
+                field.errors.push(e);
+            } else if let Some(validator) = key.validator {
+                if let Err(e) = validator(value) {
+                    field.errors.push(e);
+                }
+            }
+        }
+    }
+    field
+}
+
+/// A sink needs exactly one of `topics` and `topics.regex` (Kafka Connect's rule).
+fn check_topics(config: &BTreeMap<String, String>, validation: &mut Validation) {
+    let given = |k: &str| config.get(k).is_some_and(|v| !v.trim().is_empty());
+    let message = match (given("topics"), given("topics.regex")) {
+        (true, true) => "topics and topics.regex are mutually exclusive; set only one",
+        (false, false) => "must configure one of topics or topics.regex",
+        _ => return,
+    };
+    if let Some(field) = validation.field("topics") {
+        field.errors.push(message.to_string());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{ConfigKey, Importance};
+
+    fn plugins() -> Vec<PluginDesc> {
+        vec![PluginDesc {
+            class: "org.example.TestSink",
+            aliases: &["TestSink"],
+            kind: PluginKind::Sink,
+            version: "1",
+            config: || {
+                vec![
+                    ConfigKey::new("file", ConfigType::String, Importance::High, "x").required(),
+                    ConfigKey::new("batch", ConfigType::Int, Importance::Low, "y")
+                        .default("5")
+                        .validator(crate::config::positive),
+                    ConfigKey::new("logs.dir", ConfigType::String, Importance::Low, "z")
+                        .support(Support::NoEffect("Raft replaces the write-ahead log")),
+                    ConfigKey::new(
+                        "hive.integration",
+                        ConfigType::Boolean,
+                        Importance::Low,
+                        "w",
+                    )
+                    .support(Support::Rejected("Hive is not supported")),
+                ]
+            },
+            check: None,
+        }]
+    }
+
+    fn config(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    fn errors_of(v: &Validation, field: &str) -> Vec<String> {
+        v.fields
+            .iter()
+            .filter(|f| f.name == field)
+            .flat_map(|f| f.errors.clone())
+            .collect()
+    }
+
+    #[test]
+    fn table() {
+        let base = [
+            ("name", "a"),
+            ("connector.class", "TestSink"),
+            ("topics", "t"),
+            ("file", "/tmp/x"),
+        ];
+        let cases: Vec<(&str, Vec<(&str, &str)>, &str, &str)> = vec![
+            ("valid", vec![], "", ""),
+            (
+                "unknown class",
+                vec![("connector.class", "com.Nope")],
+                "connector.class",
+                "unknown connector class",
+            ),
+            (
+                "alias or class",
+                vec![("connector.class", "org.example.TestSink")],
+                "",
+                "",
+            ),
+            (
+                "bad int",
+                vec![("batch", "x")],
+                "batch",
+                "expected a 32-bit integer",
+            ),
+            (
+                "validator",
+                vec![("batch", "0")],
+                "batch",
+                "must be at least 1",
+            ),
+            (
+                "tasks.max",
+                vec![("tasks.max", "0")],
+                "tasks.max",
+                "must be at least 1",
+            ),
+            (
+                "unknown property",
+                vec![("frobnicate", "1")],
+                "frobnicate",
+                "unknown property",
+            ),
+            (
+                "rejected property",
+                vec![("hive.integration", "true")],
+                "hive.integration",
+                "not supported by Ferry",
+            ),
+            (
+                "both topics",
+                vec![("topics.regex", "t.*")],
+                "topics",
+                "mutually exclusive",
+            ),
+            (
+                "bad regex",
+                vec![("topics.regex", "(")],
+                "topics.regex",
+                "not a valid regular expression",
+            ),
+        ];
+        for (name, extra, field, want) in cases {
+            let mut c = config(&base);
+            for (k, v) in extra {
+                c.insert(k.to_string(), v.to_string());
+            }
+            let v = validate(&plugins(), &c);
+            if field.is_empty() {
+                assert_eq!(v.error_count(), 0, "{name}: {:?}", v.errors());
+            } else {
+                let errors = errors_of(&v, field);
+                assert!(
+                    errors.iter().any(|e| e.contains(want)),
+                    "{name}: {errors:?}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn missing_required_properties_are_named() {
+        let v = validate(
+            &plugins(),
+            &config(&[("name", "a"), ("connector.class", "TestSink")]),
+        );
+        assert_eq!(
+            errors_of(&v, "file"),
+            vec!["missing required property file"]
+        );
+        assert!(errors_of(&v, "topics")[0].contains("must configure one of topics"));
+    }
+
+    #[test]
+    fn no_effect_properties_warn() {
+        let mut c = config(&[
+            ("name", "a"),
+            ("connector.class", "TestSink"),
+            ("topics", "t"),
+            ("file", "f"),
+        ]);
+        c.insert("logs.dir".into(), "/logs".into());
+        let v = validate(&plugins(), &c);
+        assert_eq!(v.error_count(), 0);
+        assert!(v
+            .warnings()
+            .any(|w| w.contains("logs.dir") && w.contains("without effect")));
+    }
+}

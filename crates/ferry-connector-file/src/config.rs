@@ -1,0 +1,145 @@
+//! The properties of FileStreamSource and FileStreamSink, with Kafka Connect's class names and
+//! aliases.
+
+use std::collections::BTreeMap;
+
+use ferry_connect::config::{non_empty, positive};
+use ferry_connect::{ConfigDef, ConfigKey, ConfigType, Importance, PluginDesc, PluginKind};
+
+pub const SINK_CLASS: &str = "org.apache.kafka.connect.file.FileStreamSinkConnector";
+pub const SOURCE_CLASS: &str = "org.apache.kafka.connect.file.FileStreamSourceConnector";
+const VERSION: &str = env!("CARGO_PKG_VERSION");
+
+pub fn sink_plugin() -> PluginDesc {
+    PluginDesc {
+        class: SINK_CLASS,
+        aliases: &["FileStreamSink", "FileStreamSinkConnector"],
+        kind: PluginKind::Sink,
+        version: VERSION,
+        config: sink_config,
+        check: None,
+    }
+}
+
+pub fn source_plugin() -> PluginDesc {
+    PluginDesc {
+        class: SOURCE_CLASS,
+        aliases: &["FileStreamSource", "FileStreamSourceConnector"],
+        kind: PluginKind::Source,
+        version: VERSION,
+        config: source_config,
+        check: Some(check_source),
+    }
+}
+
+fn sink_config() -> ConfigDef {
+    vec![ConfigKey::new(
+        "file",
+        ConfigType::String,
+        Importance::High,
+        "Destination filename. A relative path resolves in the worker's working directory.",
+    )
+    .required()
+    .validator(non_empty)]
+}
+
+fn source_config() -> ConfigDef {
+    vec![
+        ConfigKey::new(
+            "file",
+            ConfigType::String,
+            Importance::High,
+            "Source filename. A relative path resolves in the worker's working directory.",
+        )
+        .required()
+        .validator(non_empty),
+        ConfigKey::new(
+            "topic",
+            ConfigType::String,
+            Importance::High,
+            "The topic to publish data to.",
+        )
+        .required()
+        .validator(non_empty),
+        ConfigKey::new(
+            "batch.size",
+            ConfigType::Int,
+            Importance::Low,
+            "The maximum number of records the source task can read from the file each time it is polled.",
+        )
+        .default("2000")
+        .validator(positive),
+    ]
+}
+
+/// Kafka Connect's FileStreamSource takes exactly one topic.
+fn check_source(config: &BTreeMap<String, String>) -> Vec<(String, String)> {
+    match config.get("topic") {
+        Some(topic) if topic.contains(',') => vec![(
+            "topic".to_string(),
+            format!("must name a single topic, got {topic:?}"),
+        )],
+        _ => Vec::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ferry_connect::validate;
+
+    fn config(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn seed_000_file_sink_config_validates() {
+        // The FileStreamSink config of seed 000 (its connect-configs record).
+        let c = config(&[
+            (
+                "connector.class",
+                "org.apache.kafka.connect.file.FileStreamSinkConnector",
+            ),
+            ("file", "/home1/irteam/jy-test-txt.txt"),
+            ("topics", "test1"),
+            ("tasks.max", "3"),
+            ("name", "FileStreamSinkConnector"),
+        ]);
+        let v = validate(&[sink_plugin(), source_plugin()], &c);
+        assert_eq!(v.error_count(), 0, "{:?}", v.errors());
+        assert_eq!(v.class, Some(SINK_CLASS));
+    }
+
+    #[test]
+    fn source_needs_a_single_topic() {
+        let plugins = [sink_plugin(), source_plugin()];
+        let missing = validate(
+            &plugins,
+            &config(&[
+                ("name", "s"),
+                ("connector.class", "FileStreamSource"),
+                ("file", "x"),
+            ]),
+        );
+        assert_eq!(
+            missing.errors(),
+            vec!["topic: missing required property topic"]
+        );
+        let two = validate(
+            &plugins,
+            &config(&[
+                ("name", "s"),
+                ("connector.class", "FileStreamSource"),
+                ("file", "x"),
+                ("topic", "a,b"),
+            ]),
+        );
+        assert_eq!(
+            two.errors(),
+            vec!["topic: must name a single topic, got \"a,b\""]
+        );
+    }
+}
