@@ -237,7 +237,9 @@ mod tests {
             ("topics", "t"),
             ("file", "/tmp/x"),
         ];
-        let cases: Vec<(&str, Vec<(&str, &str)>, &str, &str)> = vec![
+        // (case, properties added to a valid config, field expected to fail, error text)
+        type Case<'a> = (&'a str, Vec<(&'a str, &'a str)>, &'a str, &'a str);
+        let cases: Vec<Case> = vec![
             ("valid", vec![], "", ""),
             (
                 "unknown class",
