@@ -16,7 +16,7 @@ use crate::network::{CallError, Network, PeerClient};
 use crate::peer::{ProbeReply, Proposal, ProposalError, ProposalReply, ReadIndexReply};
 use crate::state::{FerryNode, Outcome, Request, Response};
 use crate::store::{self, StateReader};
-use crate::types::{NodeId, Raft};
+use crate::types::{LogId, NodeId, Raft};
 
 /// How long one forwarded call may take before it is retried.
 const PEER_CALL_TIMEOUT: Duration = Duration::from_secs(5);
@@ -32,6 +32,7 @@ struct Inner {
     raft: Raft,
     state: StateReader,
     peers: Mutex<HashMap<NodeId, PeerClient>>,
+    committed: Arc<Mutex<Option<LogId>>>,
     /// How long a write or a linearizable read keeps trying to reach a leader.
     deadline: Duration,
 }
@@ -55,6 +56,7 @@ impl MetaNode {
         );
         let (log, sm) = store::open(dir)?;
         let state = sm.reader();
+        let committed = log.committed();
         let raft = Raft::new(id, config, Network, log, sm)
             .await
             .map_err(|e| MetaError::Raft(format!("cannot start raft: {e}")))?;
@@ -64,6 +66,7 @@ impl MetaNode {
                 raft,
                 state,
                 peers: Mutex::new(HashMap::new()),
+                committed,
                 deadline,
             }),
         })
@@ -80,6 +83,16 @@ impl MetaNode {
     /// The applied state of this node (possibly behind the leader; see [`Self::linearizable`]).
     pub fn state(&self) -> &StateReader {
         &self.inner.state
+    }
+
+    /// The highest log index this node knows to be committed.
+    pub fn committed_index(&self) -> Option<u64> {
+        let committed = self
+            .inner
+            .committed
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        committed.map(|l| l.index)
     }
 
     pub fn leader(&self) -> Option<NodeId> {
@@ -114,8 +127,20 @@ impl MetaNode {
     /// Write to the replicated state through the leader, from any node. Retried (with the
     /// same request id, so it applies once) until the deadline while there is no reachable
     /// leader.
+    ///
+    /// When it returns, this node has applied the write too: a read here sees it.
     pub async fn write(&self, request: Request) -> Result<WriteReply, MetaError> {
-        self.propose(Proposal::Write(request)).await
+        let reply = self.propose(Proposal::Write(request)).await?;
+        self.inner
+            .raft
+            .wait(Some(self.inner.deadline))
+            .applied_index_at_least(Some(reply.log_index), "read your write")
+            .await
+            .map_err(|e| MetaError::Unavailable {
+                waited_ms: self.inner.deadline.as_millis(),
+                last: format!("applying up to the write at {}: {e}", reply.log_index),
+            })?;
+        Ok(reply)
     }
 
     /// The state machine's answer to a write, or the rejection.

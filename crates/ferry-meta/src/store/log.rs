@@ -24,6 +24,8 @@ pub struct LogStore {
     /// Recent entries, decoded: replication reads them without touching sled.
     cache: Arc<Mutex<BTreeMap<u64, Entry>>>,
     cache_size: usize,
+    /// The last committed log id this node knows, shared with [`LogStore::committed`].
+    committed: Arc<Mutex<Option<LogId>>>,
 }
 
 impl LogStore {
@@ -40,7 +42,13 @@ impl LogStore {
             meta: tree("raft_meta")?,
             cache: Arc::new(Mutex::new(BTreeMap::new())),
             cache_size: cache_size.max(1),
+            committed: Arc::new(Mutex::new(None)),
         })
+    }
+
+    /// A handle on the committed log id, updated as Raft saves it.
+    pub fn committed(&self) -> Arc<Mutex<Option<LogId>>> {
+        self.committed.clone()
     }
 
     fn cache(&self) -> MutexGuard<'_, BTreeMap<u64, Entry>> {
@@ -172,6 +180,7 @@ impl RaftLogStorage<TypeConfig> for LogStore {
 
     async fn save_committed(&mut self, committed: Option<LogId>) -> Result<(), StorageError> {
         // Not flushed: losing it only means waiting for the leader's commit index on restart.
+        *self.committed.lock().unwrap_or_else(|p| p.into_inner()) = committed;
         Ok(self
             .write_meta(COMMITTED, &committed)
             .map_err(|e| StorageIOError::write(&e))?)

@@ -1,0 +1,647 @@
+//! The management gRPC service. Writes go through the leader (forwarded by
+//! [`MetaNode::write`]) and carry a request id so that a retry applies once; reads marked
+//! linearizable in `proto/management.proto` wait for [`MetaNode::linearizable`] first.
+
+pub mod convert;
+
+use std::collections::BTreeMap;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use ferry_connect::{validate, PluginDesc, PluginKind};
+use ferry_meta::peer::Proposal;
+use ferry_meta::state::{Command, Outcome, TargetState};
+use ferry_meta::{ClusterState, ConfigMap, FerryNode, MetaNode, Request};
+use ferry_proto::management as pb;
+use ferry_proto::management::management_server::Management;
+use openraft::ServerState;
+use tokio::sync::mpsc;
+use tokio_stream::wrappers::ReceiverStream;
+use tokio_stream::Stream;
+use tonic::{Request as GrpcRequest, Response as GrpcResponse, Status};
+use tracing::{debug, info};
+
+use crate::error::{ApiError, ApiResult};
+
+/// The management service of one node.
+#[derive(Clone)]
+pub struct Api {
+    node: MetaNode,
+    plugins: Arc<Vec<PluginDesc>>,
+    target_voters: usize,
+}
+
+type Reply<T> = Result<GrpcResponse<T>, Status>;
+
+fn request_id(given: &str) -> String {
+    if given.trim().is_empty() {
+        uuid::Uuid::new_v4().to_string()
+    } else {
+        given.trim().to_string()
+    }
+}
+
+fn require_name(name: &str) -> ApiResult<&str> {
+    let name = name.trim();
+    if name.is_empty() {
+        return Err(ApiError::Invalid(
+            "name: a connector name is required".into(),
+        ));
+    }
+    if name.chars().any(|c| c.is_control() || c == '/') {
+        return Err(ApiError::Invalid(format!(
+            "name: {name:?} may not contain '/' or control characters"
+        )));
+    }
+    Ok(name)
+}
+
+impl Api {
+    pub fn new(node: MetaNode, plugins: Vec<PluginDesc>, target_voters: usize) -> Self {
+        Api {
+            node,
+            plugins: Arc::new(plugins),
+            target_voters,
+        }
+    }
+
+    fn kind_of(&self, config: &ConfigMap) -> Option<PluginKind> {
+        let class = config.get("connector.class")?;
+        ferry_connect::plugin::find(&self.plugins, class).map(|p| p.kind)
+    }
+
+    /// Write a command through the leader; the state machine's rejection becomes an error.
+    async fn write(&self, id: &str, command: Command) -> ApiResult<Outcome> {
+        let request = Request::new(request_id(id), command);
+        debug!(%request, "write");
+        Ok(self.node.write_answer(request).await??)
+    }
+
+    /// A linearizable read of the state.
+    async fn read<T>(&self, f: impl FnOnce(&ClusterState) -> T) -> ApiResult<T> {
+        self.node.linearizable().await?;
+        Ok(f(&self.node.state().read().state))
+    }
+
+    /// Validate a connector config for `name`; return it as stored, with warnings.
+    fn checked_config(
+        &self,
+        name: &str,
+        config: &std::collections::HashMap<String, String>,
+    ) -> ApiResult<(ConfigMap, Vec<String>)> {
+        let mut config = convert::config_map(config);
+        match config.get("name") {
+            Some(given) if given.trim() != name => {
+                return Err(ApiError::Invalid(format!(
+                    "name: the config's name {given:?} differs from the connector name {name:?}"
+                )))
+            }
+            Some(_) => {}
+            None => {
+                config.insert("name".into(), name.to_string());
+            }
+        }
+        let validation = validate(&self.plugins, &config);
+        if validation.error_count() > 0 {
+            return Err(ApiError::Invalid(format!(
+                "invalid connector config for {name}: {}",
+                validation.errors().join("; ")
+            )));
+        }
+        let warnings = validation.warnings().collect();
+        Ok((ConfigMap(config), warnings))
+    }
+
+    async fn put(
+        &self,
+        name: &str,
+        config: &std::collections::HashMap<String, String>,
+        create: bool,
+        expected_version: Option<u64>,
+        id: &str,
+    ) -> ApiResult<pb::ConnectorInfo> {
+        let name = require_name(name)?;
+        let (config, warnings) = self.checked_config(name, config)?;
+        for warning in &warnings {
+            info!(connector = name, %warning, "config warning");
+        }
+        let kind = self.kind_of(&config);
+        let outcome = self
+            .write(
+                id,
+                Command::PutConnector {
+                    name: name.to_string(),
+                    config: config.clone(),
+                    create,
+                    expected_version,
+                },
+            )
+            .await?;
+        let (version, created) = match outcome {
+            Outcome::Connector { version, created } => (version, created),
+            _ => (0, false),
+        };
+        let stored = ferry_meta::state::Connector {
+            config,
+            version,
+            ..Default::default()
+        };
+        let target = self
+            .node
+            .state()
+            .read()
+            .state
+            .connectors
+            .get(name)
+            .map(|c| c.target)
+            .unwrap_or_default();
+        let mut info = convert::connector_info(name, &stored, kind, created, warnings);
+        info.target_state = target.as_str().to_string();
+        Ok(info)
+    }
+
+    async fn set_target(
+        &self,
+        req: pb::WriteConnectorRequest,
+        target: TargetState,
+    ) -> Reply<pb::Empty> {
+        let name = require_name(&req.name)?;
+        self.write(
+            &req.request_id,
+            Command::SetTargetState {
+                name: name.to_string(),
+                target,
+            },
+        )
+        .await?;
+        info!(
+            connector = name,
+            target = target.as_str(),
+            "target state set"
+        );
+        Ok(GrpcResponse::new(pb::Empty {}))
+    }
+
+    async fn connector_kind(&self, name: &str) -> ApiResult<PluginKind> {
+        let config = self
+            .read(|s| s.connectors.get(name).map(|c| c.config.clone()))
+            .await?
+            .ok_or_else(|| ferry_meta::Rejection::NotFound {
+                name: name.to_string(),
+            })?;
+        self.kind_of(&config).ok_or_else(|| {
+            ApiError::Invalid(format!(
+                "connector {name}: its class {:?} is not a plugin of this build",
+                config.get("connector.class").unwrap_or_default()
+            ))
+        })
+    }
+
+    fn statuses(
+        &self,
+        state: &ClusterState,
+        only: &str,
+    ) -> BTreeMap<String, pb::ConnectorStatusInfo> {
+        state
+            .connectors
+            .iter()
+            .filter(|(name, _)| only.is_empty() || name.as_str() == only)
+            .filter_map(|(name, c)| {
+                convert::status_info(state, name, self.kind_of(&c.config))
+                    .map(|s| (name.clone(), s))
+            })
+            .collect()
+    }
+
+    fn cluster_status(&self) -> pb::ClusterStatusResponse {
+        let metrics = self.node.raft().metrics().borrow().clone();
+        let membership = metrics.membership_config.membership();
+        let voters: Vec<u64> = membership.voter_ids().collect();
+        let replication = metrics.replication.clone().unwrap_or_default();
+        let role_of = |id: u64| -> String {
+            if Some(id) == metrics.current_leader {
+                "leader".into()
+            } else if !voters.contains(&id) {
+                "learner".into()
+            } else if id == metrics.id {
+                match metrics.state {
+                    ServerState::Candidate => "candidate".into(),
+                    _ => "follower".into(),
+                }
+            } else {
+                "follower".into()
+            }
+        };
+        let members = membership
+            .nodes()
+            .map(|(id, node)| pb::Member {
+                id: *id,
+                api_addr: node.api_addr.clone(),
+                raft_addr: node.raft_addr.clone(),
+                role: if voters.contains(id) {
+                    "voter"
+                } else {
+                    "learner"
+                }
+                .into(),
+                raft_state: role_of(*id),
+                matched_index: replication.get(id).and_then(|m| m.map(|l| l.index)),
+            })
+            .collect();
+        let leader_api_addr = metrics
+            .current_leader
+            .and_then(|l| membership.get_node(&l))
+            .map(|n| n.api_addr.clone())
+            .unwrap_or_default();
+        pb::ClusterStatusResponse {
+            cluster_id: self
+                .node
+                .state()
+                .read()
+                .state
+                .cluster_id
+                .clone()
+                .unwrap_or_default(),
+            node_id: metrics.id,
+            leader_id: metrics.current_leader,
+            leader_api_addr,
+            term: metrics.current_term,
+            committed_index: self.node.committed_index(),
+            applied_index: metrics.last_applied.map(|l| l.index),
+            last_log_index: metrics.last_log_index,
+            snapshot_index: metrics.snapshot.map(|l| l.index),
+            purged_index: metrics.purged.map(|l| l.index),
+            state: format!("{:?}", metrics.state).to_lowercase(),
+            members,
+            target_voters: self.target_voters as u32,
+        }
+    }
+}
+
+type StatusStream = Pin<Box<dyn Stream<Item = Result<pb::StatusEvent, Status>> + Send>>;
+
+#[tonic::async_trait]
+impl Management for Api {
+    async fn create_connector(
+        &self,
+        req: GrpcRequest<pb::CreateConnectorRequest>,
+    ) -> Reply<pb::ConnectorInfo> {
+        let req = req.into_inner();
+        let info = self
+            .put(&req.name, &req.config, true, None, &req.request_id)
+            .await?;
+        info!(connector = %info.name, version = info.version, "connector created");
+        Ok(GrpcResponse::new(info))
+    }
+
+    async fn put_connector_config(
+        &self,
+        req: GrpcRequest<pb::PutConnectorConfigRequest>,
+    ) -> Reply<pb::ConnectorInfo> {
+        let req = req.into_inner();
+        let info = self
+            .put(
+                &req.name,
+                &req.config,
+                false,
+                req.expected_version,
+                &req.request_id,
+            )
+            .await?;
+        info!(connector = %info.name, version = info.version, created = info.created, "connector config stored");
+        Ok(GrpcResponse::new(info))
+    }
+
+    async fn get_connector(&self, req: GrpcRequest<pb::ConnectorName>) -> Reply<pb::ConnectorInfo> {
+        let name = require_name(&req.get_ref().name)?.to_string();
+        let connector = self
+            .read(|s| s.connectors.get(&name).cloned())
+            .await?
+            .ok_or_else(|| {
+                ApiError::from(ferry_meta::Rejection::NotFound { name: name.clone() })
+            })?;
+        let kind = self.kind_of(&connector.config);
+        Ok(GrpcResponse::new(convert::connector_info(
+            &name,
+            &connector,
+            kind,
+            false,
+            Vec::new(),
+        )))
+    }
+
+    async fn list_connectors(
+        &self,
+        _req: GrpcRequest<pb::ListConnectorsRequest>,
+    ) -> Reply<pb::ListConnectorsResponse> {
+        let names = self
+            .read(|s| s.connectors.keys().cloned().collect())
+            .await?;
+        Ok(GrpcResponse::new(pb::ListConnectorsResponse { names }))
+    }
+
+    async fn delete_connector(
+        &self,
+        req: GrpcRequest<pb::WriteConnectorRequest>,
+    ) -> Reply<pb::Empty> {
+        let req = req.into_inner();
+        let name = require_name(&req.name)?;
+        self.write(
+            &req.request_id,
+            Command::DeleteConnector {
+                name: name.to_string(),
+            },
+        )
+        .await?;
+        info!(connector = name, "connector deleted");
+        Ok(GrpcResponse::new(pb::Empty {}))
+    }
+
+    async fn connector_status(
+        &self,
+        req: GrpcRequest<pb::ConnectorName>,
+    ) -> Reply<pb::ConnectorStatusInfo> {
+        let name = require_name(&req.get_ref().name)?.to_string();
+        let status = self
+            .read(|s| self.statuses(s, &name).remove(&name))
+            .await?
+            .ok_or_else(|| {
+                ApiError::from(ferry_meta::Rejection::NotFound { name: name.clone() })
+            })?;
+        Ok(GrpcResponse::new(status))
+    }
+
+    async fn pause_connector(
+        &self,
+        req: GrpcRequest<pb::WriteConnectorRequest>,
+    ) -> Reply<pb::Empty> {
+        self.set_target(req.into_inner(), TargetState::Paused).await
+    }
+
+    async fn resume_connector(
+        &self,
+        req: GrpcRequest<pb::WriteConnectorRequest>,
+    ) -> Reply<pb::Empty> {
+        self.set_target(req.into_inner(), TargetState::Running)
+            .await
+    }
+
+    async fn stop_connector(
+        &self,
+        req: GrpcRequest<pb::WriteConnectorRequest>,
+    ) -> Reply<pb::Empty> {
+        self.set_target(req.into_inner(), TargetState::Stopped)
+            .await
+    }
+
+    async fn restart_connector(
+        &self,
+        req: GrpcRequest<pb::RestartConnectorRequest>,
+    ) -> Reply<pb::ConnectorStatusInfo> {
+        let req = req.into_inner();
+        let name = require_name(&req.name)?.to_string();
+        self.write(
+            &req.request_id,
+            Command::Restart {
+                name: name.clone(),
+                include_tasks: req.include_tasks,
+                only_failed: req.only_failed,
+            },
+        )
+        .await?;
+        let status = self
+            .read(|s| self.statuses(s, &name).remove(&name))
+            .await?
+            .ok_or_else(|| {
+                ApiError::from(ferry_meta::Rejection::NotFound { name: name.clone() })
+            })?;
+        Ok(GrpcResponse::new(status))
+    }
+
+    async fn list_tasks(
+        &self,
+        req: GrpcRequest<pb::ConnectorName>,
+    ) -> Reply<pb::ListTasksResponse> {
+        let name = require_name(&req.get_ref().name)?.to_string();
+        let tasks = self
+            .read(|s| {
+                let connector = s.connectors.get(&name)?;
+                let assignment = s.assignments.get(&name);
+                Some(
+                    connector
+                        .tasks
+                        .iter()
+                        .enumerate()
+                        .map(|(i, config)| {
+                            let a = assignment.and_then(|a| a.tasks.get(&(i as u32)));
+                            pb::TaskInfo {
+                                id: i as u32,
+                                config: config.redacted().into_iter().collect(),
+                                worker_id: convert::worker_id(s, a.and_then(|a| a.worker)),
+                                generation: a.map_or(0, |a| a.generation),
+                            }
+                        })
+                        .collect::<Vec<_>>(),
+                )
+            })
+            .await?
+            .ok_or_else(|| {
+                ApiError::from(ferry_meta::Rejection::NotFound { name: name.clone() })
+            })?;
+        Ok(GrpcResponse::new(pb::ListTasksResponse { tasks }))
+    }
+
+    async fn restart_task(&self, req: GrpcRequest<pb::RestartTaskRequest>) -> Reply<pb::Empty> {
+        let req = req.into_inner();
+        let name = require_name(&req.name)?;
+        self.write(
+            &req.request_id,
+            Command::RestartTask {
+                name: name.to_string(),
+                task: req.task,
+            },
+        )
+        .await?;
+        Ok(GrpcResponse::new(pb::Empty {}))
+    }
+
+    async fn get_offsets(
+        &self,
+        req: GrpcRequest<pb::ConnectorName>,
+    ) -> Reply<pb::ConnectorOffsets> {
+        let name = require_name(&req.get_ref().name)?.to_string();
+        let offsets = self
+            .read(|s| {
+                s.connectors
+                    .contains_key(&name)
+                    .then(|| convert::offsets(s, &name))
+            })
+            .await?
+            .ok_or_else(|| {
+                ApiError::from(ferry_meta::Rejection::NotFound { name: name.clone() })
+            })?;
+        Ok(GrpcResponse::new(offsets))
+    }
+
+    async fn alter_offsets(
+        &self,
+        req: GrpcRequest<pb::AlterOffsetsRequest>,
+    ) -> Reply<pb::ConnectorOffsets> {
+        let req = req.into_inner();
+        let name = require_name(&req.name)?.to_string();
+        let kind = self.connector_kind(&name).await?;
+        let (sink, source) = convert::parse_offsets(kind, &req.offsets)?;
+        self.write(
+            &req.request_id,
+            Command::AlterOffsets {
+                name: name.clone(),
+                sink,
+                source,
+            },
+        )
+        .await?;
+        info!(connector = %name, "offsets altered");
+        let offsets = self.read(|s| convert::offsets(s, &name)).await?;
+        Ok(GrpcResponse::new(offsets))
+    }
+
+    async fn reset_offsets(
+        &self,
+        req: GrpcRequest<pb::WriteConnectorRequest>,
+    ) -> Reply<pb::ConnectorOffsets> {
+        let req = req.into_inner();
+        let name = require_name(&req.name)?.to_string();
+        self.write(
+            &req.request_id,
+            Command::ResetOffsets { name: name.clone() },
+        )
+        .await?;
+        info!(connector = %name, "offsets reset");
+        let offsets = self.read(|s| convert::offsets(s, &name)).await?;
+        Ok(GrpcResponse::new(offsets))
+    }
+
+    type WatchStatusStream = StatusStream;
+
+    async fn watch_status(
+        &self,
+        req: GrpcRequest<pb::WatchStatusRequest>,
+    ) -> Reply<Self::WatchStatusStream> {
+        let only = req.into_inner().name.trim().to_string();
+        let (tx, rx) = mpsc::channel(64);
+        let api = self.clone();
+        tokio::spawn(async move {
+            let mut applied = api.node.state().applied();
+            let mut sent: BTreeMap<String, pb::ConnectorStatusInfo> = BTreeMap::new();
+            loop {
+                let (index, current) = {
+                    let guard = api.node.state().read();
+                    let index = guard.last_applied.map_or(0, |l| l.index);
+                    (index, api.statuses(&guard.state, &only))
+                };
+                let mut events = Vec::new();
+                for (name, status) in &current {
+                    if sent.get(name) != Some(status) {
+                        events.push(pb::StatusEvent {
+                            applied_index: index,
+                            status: Some(status.clone()),
+                            deleted: false,
+                        });
+                    }
+                }
+                for name in sent.keys().filter(|n| !current.contains_key(*n)) {
+                    events.push(pb::StatusEvent {
+                        applied_index: index,
+                        status: Some(pb::ConnectorStatusInfo {
+                            name: name.clone(),
+                            ..Default::default()
+                        }),
+                        deleted: true,
+                    });
+                }
+                for event in events {
+                    if tx.send(Ok(event)).await.is_err() {
+                        return;
+                    }
+                }
+                sent = current;
+                tokio::select! {
+                    changed = applied.changed() => if changed.is_err() { return },
+                    _ = tx.closed() => return,
+                }
+            }
+        });
+        Ok(GrpcResponse::new(
+            Box::pin(ReceiverStream::new(rx)) as StatusStream
+        ))
+    }
+
+    async fn list_plugins(&self, _req: GrpcRequest<pb::Empty>) -> Reply<pb::ListPluginsResponse> {
+        Ok(GrpcResponse::new(pb::ListPluginsResponse {
+            plugins: self.plugins.iter().map(convert::plugin_info).collect(),
+        }))
+    }
+
+    async fn validate_config(
+        &self,
+        req: GrpcRequest<pb::ValidateConfigRequest>,
+    ) -> Reply<pb::ValidateConfigResponse> {
+        let config = convert::config_map(&req.get_ref().config);
+        let validation = validate(&self.plugins, &config);
+        Ok(GrpcResponse::new(convert::validation(&validation)))
+    }
+
+    async fn cluster_status(
+        &self,
+        _req: GrpcRequest<pb::Empty>,
+    ) -> Reply<pb::ClusterStatusResponse> {
+        Ok(GrpcResponse::new(self.cluster_status()))
+    }
+
+    async fn add_node(
+        &self,
+        req: GrpcRequest<pb::AddNodeRequest>,
+    ) -> Reply<pb::ClusterStatusResponse> {
+        let req = req.into_inner();
+        for (field, addr) in [("api_addr", &req.api_addr), ("raft_addr", &req.raft_addr)] {
+            if addr
+                .rsplit_once(':')
+                .is_none_or(|(h, p)| h.is_empty() || p.parse::<u16>().is_err())
+            {
+                return Err(
+                    ApiError::Invalid(format!("{field}: {addr:?} is not host:port")).into(),
+                );
+            }
+        }
+        let node = FerryNode {
+            api_addr: req.api_addr.clone(),
+            raft_addr: req.raft_addr.clone(),
+        };
+        info!(node = req.id, %node, "add-node requested");
+        self.node
+            .propose(Proposal::AddNode {
+                id: req.id,
+                node: node.clone(),
+                target_voters: self.target_voters,
+            })
+            .await
+            .map_err(ApiError::from)?;
+        self.write("", Command::PutWorker { id: req.id, node })
+            .await?;
+        Ok(GrpcResponse::new(self.cluster_status()))
+    }
+
+    async fn remove_node(
+        &self,
+        req: GrpcRequest<pb::RemoveNodeRequest>,
+    ) -> Reply<pb::ClusterStatusResponse> {
+        let id = req.into_inner().id;
+        info!(node = id, "remove-node requested");
+        self.node
+            .propose(Proposal::RemoveNode { id })
+            .await
+            .map_err(ApiError::from)?;
+        self.write("", Command::RemoveWorker { id }).await?;
+        Ok(GrpcResponse::new(self.cluster_status()))
+    }
+}

@@ -1,0 +1,281 @@
+//! Start a node: storage, listeners, and membership of the cluster its static peers form.
+//!
+//! Bootstrap happens once, in any boot order: only the peer with the lowest id may initialize
+//! the cluster, and only when it can reach every other static peer and none of them belongs to
+//! a cluster yet. A node whose data directory was wiped therefore finds its peers initialized
+//! and waits for the leader to bring it back (or for `ferry cluster add-node`), and never starts
+//! a second cluster.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::Context;
+use ferry_meta::peer::PeerService;
+use ferry_meta::state::Command;
+use ferry_meta::{FerryNode, MetaNode, Request};
+use ferry_proto::management::management_server::ManagementServer;
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+use tokio_stream::wrappers::TcpListenerStream;
+use tracing::{error, info, warn};
+
+use crate::api::Api;
+use crate::config::ClusterConfig;
+use crate::plugins::plugins;
+
+/// How long a bootstrap probe of a peer may take.
+const PROBE_TIMEOUT: Duration = Duration::from_secs(1);
+
+/// Run a node until `shutdown` turns true. Returns an error if it cannot start.
+pub async fn run(config: ClusterConfig, mut shutdown: watch::Receiver<bool>) -> anyhow::Result<()> {
+    std::fs::create_dir_all(&config.data_dir)
+        .with_context(|| format!("cannot create data_dir {}", config.data_dir.display()))?;
+    let me = FerryNode {
+        api_addr: config.api_addr.clone(),
+        raft_addr: config.raft_addr.clone(),
+    };
+    let node = MetaNode::start(
+        config.node_id,
+        &config.data_dir.join("raft"),
+        config.raft_config(),
+        config.request_timeout(),
+    )
+    .await
+    .context("cannot start the control plane")?;
+
+    let peer_listener = TcpListener::bind(&config.raft_addr)
+        .await
+        .with_context(|| format!("cannot listen on raft_addr {}", config.raft_addr))?;
+    let api_listener = TcpListener::bind(&config.api_addr)
+        .await
+        .with_context(|| format!("cannot listen on api_addr {}", config.api_addr))?;
+
+    let peer_server = tonic::transport::Server::builder()
+        .add_service(PeerService::server(node.clone()))
+        .serve_with_incoming_shutdown(
+            TcpListenerStream::new(peer_listener),
+            signalled(shutdown.clone()),
+        );
+    let api = Api::new(node.clone(), plugins(), config.target_voters);
+    let api_server = tonic::transport::Server::builder()
+        .add_service(ManagementServer::new(api))
+        .serve_with_incoming_shutdown(
+            TcpListenerStream::new(api_listener),
+            signalled(shutdown.clone()),
+        );
+    let peer_task = tokio::spawn(peer_server);
+    let api_task = tokio::spawn(api_server);
+    info!(
+        node = config.node_id,
+        api = %config.api_addr,
+        raft = %config.raft_addr,
+        data_dir = %config.data_dir.display(),
+        "serving"
+    );
+
+    let boot = {
+        let (node, config, shutdown) = (node.clone(), config.clone(), shutdown.clone());
+        tokio::spawn(async move {
+            if let Err(e) = bootstrap(&node, &config, shutdown.clone()).await {
+                error!(error = %format!("{e:#}"), "bootstrap failed");
+            }
+            if let Err(e) = register(&node, &config, &me, shutdown).await {
+                error!(error = %format!("{e:#}"), "registration failed");
+            }
+        })
+    };
+
+    let _ = shutdown.wait_for(|stop| *stop).await;
+    info!("shutting down");
+    boot.abort();
+    for (what, task) in [("peer", peer_task), ("api", api_task)] {
+        match task.await {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => warn!(server = what, error = %e, "server stopped with an error"),
+            Err(e) => warn!(server = what, error = %e, "server task failed"),
+        }
+    }
+    node.shutdown().await.context("raft shutdown")?;
+    info!("stopped");
+    Ok(())
+}
+
+async fn signalled(mut shutdown: watch::Receiver<bool>) {
+    let _ = shutdown.wait_for(|stop| *stop).await;
+}
+
+/// Sleep, or return `false` early if the node is shutting down.
+async fn pause(shutdown: &mut watch::Receiver<bool>, time: Duration) -> bool {
+    tokio::select! {
+        _ = tokio::time::sleep(time) => true,
+        _ = shutdown.wait_for(|stop| *stop) => false,
+    }
+}
+
+async fn bootstrap(
+    node: &MetaNode,
+    config: &ClusterConfig,
+    mut shutdown: watch::Receiver<bool>,
+) -> anyhow::Result<()> {
+    if node.raft().is_initialized().await? {
+        info!("this node belongs to a cluster already");
+        return Ok(());
+    }
+    let initializer = config.peers.iter().map(|p| p.id).min();
+    if initializer != Some(config.node_id) {
+        info!(
+            initializer,
+            "waiting for the peer with the lowest id to bootstrap the cluster, or for a leader to add this node"
+        );
+        return Ok(());
+    }
+    let others: Vec<_> = config
+        .peers
+        .iter()
+        .filter(|p| p.id != config.node_id)
+        .collect();
+    let mut last_missing = Vec::new();
+    loop {
+        if node.raft().is_initialized().await? {
+            info!("this node was added to a cluster");
+            return Ok(());
+        }
+        let mut missing = Vec::new();
+        for peer in &others {
+            let client = node.peer(peer.id, &peer.raft_addr)?;
+            match client.probe(PROBE_TIMEOUT).await {
+                Ok(reply) if reply.initialized => {
+                    warn!(
+                        peer = peer.id,
+                        cluster_id = reply.cluster_id.as_deref().unwrap_or("unknown"),
+                        "a peer already belongs to a cluster: not bootstrapping a new one; waiting for its leader to bring this node back (or `ferry cluster add-node`)"
+                    );
+                    return Ok(());
+                }
+                Ok(_) => {}
+                Err(_) => missing.push(peer.id),
+            }
+        }
+        if missing.is_empty() {
+            let members: BTreeMap<u64, FerryNode> = config
+                .peers
+                .iter()
+                .map(|p| {
+                    (
+                        p.id,
+                        FerryNode {
+                            api_addr: p.api_addr.clone(),
+                            raft_addr: p.raft_addr.clone(),
+                        },
+                    )
+                })
+                .collect();
+            info!(voters = ?members.keys().collect::<Vec<_>>(), "every peer is reachable and new: initializing the cluster");
+            match node.raft().initialize(members).await {
+                Ok(()) => return Ok(()),
+                Err(e) => {
+                    warn!(error = %e, "initialize refused; this node already has Raft state");
+                    return Ok(());
+                }
+            }
+        }
+        if missing != last_missing {
+            info!(
+                ?missing,
+                "waiting for every static peer to be reachable before bootstrapping"
+            );
+            last_missing = missing;
+        }
+        if !pause(&mut shutdown, Duration::from_millis(500)).await {
+            return Ok(());
+        }
+    }
+}
+
+fn cluster_id_file(data_dir: &Path) -> PathBuf {
+    data_dir.join("cluster_id")
+}
+
+/// Once the cluster has a leader: give it an id if it has none (first writer wins), register
+/// this node as a worker, and persist the cluster id beside the Raft data.
+async fn register(
+    node: &MetaNode,
+    config: &ClusterConfig,
+    me: &FerryNode,
+    mut shutdown: watch::Receiver<bool>,
+) -> anyhow::Result<()> {
+    let file = cluster_id_file(&config.data_dir);
+    let persisted = match std::fs::read_to_string(&file) {
+        Ok(text) => Some(text.trim().to_string()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        Err(e) => return Err(e).with_context(|| format!("cannot read {}", file.display())),
+    };
+    loop {
+        if node.leader().is_some() {
+            let (cluster_id, registered) = {
+                let applied = node.state().read();
+                (
+                    applied.state.cluster_id.clone(),
+                    applied.state.workers.get(&node.id()) == Some(me),
+                )
+            };
+            let attempt: anyhow::Result<bool> = async {
+                let cluster_id = match cluster_id {
+                    Some(id) => id,
+                    None => {
+                        let id = uuid::Uuid::new_v4().to_string();
+                        let answer = node
+                            .write_answer(Request::new(
+                                format!("cluster-id/{id}"),
+                                Command::SetClusterId { id: id.clone() },
+                            ))
+                            .await?;
+                        if answer.is_ok() {
+                            info!(cluster_id = %id, "cluster id set");
+                        }
+                        match node.state().read().state.cluster_id.clone() {
+                            Some(id) => id,
+                            None => return Ok(false),
+                        }
+                    }
+                };
+                match &persisted {
+                    Some(p) if *p != cluster_id => anyhow::bail!(
+                        "{} says this node belongs to cluster {p}, but its Raft data belongs to cluster {cluster_id}; \
+                         the data directory was mixed up: wipe it and re-add the node",
+                        file.display()
+                    ),
+                    Some(_) => {}
+                    None => {
+                        std::fs::write(&file, format!("{cluster_id}\n"))
+                            .with_context(|| format!("cannot write {}", file.display()))?;
+                        info!(%cluster_id, "joined cluster");
+                    }
+                }
+                if !registered {
+                    node.write_answer(Request::new(
+                        uuid::Uuid::new_v4().to_string(),
+                        Command::PutWorker {
+                            id: node.id(),
+                            node: me.clone(),
+                        },
+                    ))
+                    .await??;
+                    info!(node = node.id(), "registered as a worker");
+                }
+                Ok(true)
+            }
+            .await;
+            match attempt {
+                Ok(true) => return Ok(()),
+                Ok(false) => {}
+                Err(e) if e.chain().any(|c| c.to_string().contains("mixed up")) => return Err(e),
+                Err(e) => warn!(error = %format!("{e:#}"), "registration will be retried"),
+            }
+        }
+        if !pause(&mut shutdown, Duration::from_millis(200)).await {
+            return Ok(());
+        }
+    }
+}

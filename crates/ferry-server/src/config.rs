@@ -1,0 +1,466 @@
+//! `cluster.toml`: one file per node. Parsed strictly (unknown keys are errors) and validated
+//! with messages that say what is wrong and how to fix it.
+
+use std::collections::{BTreeMap, HashSet};
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::Deserialize;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("cannot read {path}: {source}")]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{path} is not a valid cluster.toml: {message}")]
+    Parse { path: PathBuf, message: String },
+    #[error("{path}: {problems}", problems = .problems.join("; "))]
+    Invalid {
+        path: PathBuf,
+        problems: Vec<String>,
+    },
+}
+
+/// One node's configuration.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct ClusterConfig {
+    /// This node's id: unique in the cluster, never reused for another machine.
+    pub node_id: u64,
+    /// Where this node keeps its Raft log, state and snapshots. A relative path resolves
+    /// against the directory of `cluster.toml`.
+    pub data_dir: PathBuf,
+    /// Client-facing management gRPC address (`host:port`) this node listens on; the `ferry`
+    /// CLI connects here.
+    pub api_addr: String,
+    /// Peer-only gRPC address (`host:port`) for Raft and forwarded requests. Must be
+    /// reachable by every other node and should not be exposed to clients.
+    pub raft_addr: String,
+    /// The voters that bootstrap the cluster, this node included. Every node of the first
+    /// cluster lists the same peers; a node joining later lists them too, plus itself.
+    pub peers: Vec<Peer>,
+    /// How many voters the cluster aims for: `ferry cluster add-node` promotes a new node to
+    /// voter while there are fewer (3 or 5; more voters, slower writes).
+    #[serde(default = "default_target_voters")]
+    pub target_voters: usize,
+    /// Raft timing and log compaction.
+    #[serde(default)]
+    pub raft: RaftSettings,
+    /// Failure detection of workers.
+    #[serde(default)]
+    pub worker: WorkerSettings,
+    /// Kafka, for the connectors' consumers and producers.
+    #[serde(default)]
+    pub kafka: Option<KafkaSettings>,
+}
+
+/// A static peer.
+#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct Peer {
+    pub id: u64,
+    /// The peer's management address.
+    pub api_addr: String,
+    /// The peer's Raft address.
+    pub raft_addr: String,
+}
+
+const fn default_target_voters() -> usize {
+    3
+}
+
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct RaftSettings {
+    /// How often the leader sends heartbeats (ms).
+    #[serde(default = "RaftSettings::default_heartbeat_ms")]
+    pub heartbeat_interval_ms: u64,
+    /// A follower that hears nothing from a leader for a random time in
+    /// [min, max] ms starts an election.
+    #[serde(default = "RaftSettings::default_election_min_ms")]
+    pub election_timeout_min_ms: u64,
+    #[serde(default = "RaftSettings::default_election_max_ms")]
+    pub election_timeout_max_ms: u64,
+    /// Build a snapshot after this many log entries since the last one.
+    #[serde(default = "RaftSettings::default_snapshot_logs")]
+    pub snapshot_logs: u64,
+    /// Log entries kept behind a snapshot (so slightly lagging followers catch up from the
+    /// log rather than a snapshot).
+    #[serde(default = "RaftSettings::default_logs_to_keep")]
+    pub logs_to_keep: u64,
+    /// How long a write or a linearizable read waits for a leader before failing (ms).
+    #[serde(default = "RaftSettings::default_request_timeout_ms")]
+    pub request_timeout_ms: u64,
+}
+
+impl RaftSettings {
+    const fn default_heartbeat_ms() -> u64 {
+        250
+    }
+    const fn default_election_min_ms() -> u64 {
+        1000
+    }
+    const fn default_election_max_ms() -> u64 {
+        2000
+    }
+    const fn default_snapshot_logs() -> u64 {
+        5000
+    }
+    const fn default_logs_to_keep() -> u64 {
+        1000
+    }
+    const fn default_request_timeout_ms() -> u64 {
+        15_000
+    }
+}
+
+impl Default for RaftSettings {
+    fn default() -> Self {
+        RaftSettings {
+            heartbeat_interval_ms: Self::default_heartbeat_ms(),
+            election_timeout_min_ms: Self::default_election_min_ms(),
+            election_timeout_max_ms: Self::default_election_max_ms(),
+            snapshot_logs: Self::default_snapshot_logs(),
+            logs_to_keep: Self::default_logs_to_keep(),
+            request_timeout_ms: Self::default_request_timeout_ms(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct WorkerSettings {
+    /// How often a worker heartbeats the leader (ms).
+    #[serde(default = "WorkerSettings::default_heartbeat_ms")]
+    pub heartbeat_interval_ms: u64,
+    /// A worker silent this long is declared dead (ms).
+    #[serde(default = "WorkerSettings::default_timeout_ms")]
+    pub timeout_ms: u64,
+    /// After a worker is declared dead, wait this long before moving its tasks (ms); Kafka
+    /// Connect's `scheduled.rebalance.max.delay.ms`, but seconds rather than minutes.
+    #[serde(default = "WorkerSettings::default_rebalance_delay_ms")]
+    pub rebalance_delay_ms: u64,
+}
+
+impl WorkerSettings {
+    const fn default_heartbeat_ms() -> u64 {
+        500
+    }
+    const fn default_timeout_ms() -> u64 {
+        5000
+    }
+    const fn default_rebalance_delay_ms() -> u64 {
+        0
+    }
+}
+
+impl Default for WorkerSettings {
+    fn default() -> Self {
+        WorkerSettings {
+            heartbeat_interval_ms: Self::default_heartbeat_ms(),
+            timeout_ms: Self::default_timeout_ms(),
+            rebalance_delay_ms: Self::default_rebalance_delay_ms(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct KafkaSettings {
+    /// `bootstrap.servers`: comma-separated `host:port` list.
+    pub bootstrap_servers: String,
+    /// Passed to librdkafka as they are (`security.protocol`, `sasl.*`, `ssl.*`, …), except
+    /// the few Ferry sets itself.
+    #[serde(default)]
+    pub properties: BTreeMap<String, String>,
+}
+
+/// librdkafka properties Ferry manages itself: setting them would break assignment or offsets.
+const MANAGED_KAFKA_PROPERTIES: &[&str] = &[
+    "bootstrap.servers",
+    "group.id",
+    "enable.auto.commit",
+    "enable.auto.offset.store",
+    "auto.offset.reset",
+    "transactional.id",
+];
+
+impl ClusterConfig {
+    /// Read, parse and validate a `cluster.toml`.
+    pub fn load(path: &Path) -> Result<Self, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        let mut config = Self::parse(&text).map_err(|message| ConfigError::Parse {
+            path: path.to_path_buf(),
+            message,
+        })?;
+        if config.data_dir.is_relative() {
+            if let Some(parent) = path.parent() {
+                config.data_dir = parent.join(&config.data_dir);
+            }
+        }
+        config.validate().map_err(|problems| ConfigError::Invalid {
+            path: path.to_path_buf(),
+            problems,
+        })?;
+        Ok(config)
+    }
+
+    /// Parse without validating.
+    pub fn parse(text: &str) -> Result<Self, String> {
+        toml::from_str(text).map_err(|e| e.to_string().trim().replace('\n', " "))
+    }
+
+    /// Every problem, each saying how to fix it.
+    pub fn validate(&self) -> Result<(), Vec<String>> {
+        let mut problems = Vec::new();
+        if self.data_dir.as_os_str().is_empty() {
+            problems.push("data_dir is empty: set it to a directory this node owns".into());
+        }
+        check_addr("api_addr", &self.api_addr, &mut problems);
+        check_addr("raft_addr", &self.raft_addr, &mut problems);
+        if self.api_addr == self.raft_addr {
+            problems.push(format!(
+                "api_addr and raft_addr are both {}: the peer service needs its own port",
+                self.api_addr
+            ));
+        }
+        if self.peers.is_empty() {
+            problems.push("peers is empty: list the cluster's voters, this node included".into());
+        }
+        let mut ids = HashSet::new();
+        let mut addrs = HashSet::new();
+        for peer in &self.peers {
+            if !ids.insert(peer.id) {
+                problems.push(format!(
+                    "peers: node id {} appears more than once; every node needs its own id",
+                    peer.id
+                ));
+            }
+            for addr in [&peer.api_addr, &peer.raft_addr] {
+                if !addrs.insert(addr.clone()) {
+                    problems.push(format!(
+                        "peers: address {addr} is used more than once; give every node its own addresses"
+                    ));
+                }
+            }
+            check_addr(
+                &format!("peers[id={}].api_addr", peer.id),
+                &peer.api_addr,
+                &mut problems,
+            );
+            check_addr(
+                &format!("peers[id={}].raft_addr", peer.id),
+                &peer.raft_addr,
+                &mut problems,
+            );
+        }
+        match self.peers.iter().find(|p| p.id == self.node_id) {
+            None if !self.peers.is_empty() => problems.push(format!(
+                "peers does not contain this node (node_id = {}): add a [[peers]] entry with id = {} and this node's addresses",
+                self.node_id, self.node_id
+            )),
+            Some(me) if me.api_addr != self.api_addr || me.raft_addr != self.raft_addr => {
+                problems.push(format!(
+                    "the [[peers]] entry of node {} ({} / {}) differs from api_addr / raft_addr ({} / {}): make them the same",
+                    self.node_id, me.api_addr, me.raft_addr, self.api_addr, self.raft_addr
+                ))
+            }
+            _ => {}
+        }
+        if self.target_voters == 0 {
+            problems.push("target_voters must be at least 1 (3 or 5 is usual)".into());
+        }
+        let raft = &self.raft;
+        if raft.heartbeat_interval_ms == 0 {
+            problems.push("raft.heartbeat_interval_ms must be positive".into());
+        }
+        if raft.election_timeout_min_ms <= raft.heartbeat_interval_ms {
+            problems.push(format!(
+                "raft.election_timeout_min_ms ({}) must be larger than raft.heartbeat_interval_ms ({}), several times over",
+                raft.election_timeout_min_ms, raft.heartbeat_interval_ms
+            ));
+        }
+        if raft.election_timeout_max_ms <= raft.election_timeout_min_ms {
+            problems.push(format!(
+                "raft.election_timeout_max_ms ({}) must be larger than raft.election_timeout_min_ms ({})",
+                raft.election_timeout_max_ms, raft.election_timeout_min_ms
+            ));
+        }
+        if raft.snapshot_logs == 0 {
+            problems.push("raft.snapshot_logs must be positive".into());
+        }
+        if raft.request_timeout_ms < raft.election_timeout_max_ms {
+            problems.push(format!(
+                "raft.request_timeout_ms ({}) must be at least raft.election_timeout_max_ms ({}) so that requests survive an election",
+                raft.request_timeout_ms, raft.election_timeout_max_ms
+            ));
+        }
+        let worker = &self.worker;
+        if worker.heartbeat_interval_ms == 0 {
+            problems.push("worker.heartbeat_interval_ms must be positive".into());
+        }
+        if worker.timeout_ms < 2 * worker.heartbeat_interval_ms {
+            problems.push(format!(
+                "worker.timeout_ms ({}) must be at least twice worker.heartbeat_interval_ms ({})",
+                worker.timeout_ms, worker.heartbeat_interval_ms
+            ));
+        }
+        if let Some(kafka) = &self.kafka {
+            if kafka.bootstrap_servers.trim().is_empty() {
+                problems.push(
+                    "kafka.bootstrap_servers is empty: list host:port of your brokers".into(),
+                );
+            }
+            for key in kafka.properties.keys() {
+                if MANAGED_KAFKA_PROPERTIES.contains(&key.as_str()) {
+                    problems.push(format!(
+                        "kafka.properties.{key:?} is managed by Ferry; remove it (bootstrap servers go in kafka.bootstrap_servers)"
+                    ));
+                }
+            }
+        }
+        if problems.is_empty() {
+            Ok(())
+        } else {
+            Err(problems)
+        }
+    }
+
+    /// openraft's config from these settings.
+    pub fn raft_config(&self) -> openraft::Config {
+        openraft::Config {
+            cluster_name: "ferry".into(),
+            heartbeat_interval: self.raft.heartbeat_interval_ms,
+            election_timeout_min: self.raft.election_timeout_min_ms,
+            election_timeout_max: self.raft.election_timeout_max_ms,
+            snapshot_policy: openraft::SnapshotPolicy::LogsSinceLast(self.raft.snapshot_logs),
+            max_in_snapshot_log_to_keep: self.raft.logs_to_keep,
+            install_snapshot_timeout: 10_000,
+            ..Default::default()
+        }
+    }
+
+    pub fn request_timeout(&self) -> Duration {
+        Duration::from_millis(self.raft.request_timeout_ms)
+    }
+}
+
+fn check_addr(field: &str, addr: &str, problems: &mut Vec<String>) {
+    if addr.parse::<SocketAddr>().is_err() {
+        let (host, port) = addr.rsplit_once(':').unwrap_or((addr, ""));
+        if host.is_empty() || port.parse::<u16>().is_err() {
+            problems.push(format!(
+                "{field} = {addr:?} is not host:port (for example 127.0.0.1:7101)"
+            ));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GOOD: &str = r#"
+node_id = 1
+data_dir = "data/node1"
+api_addr = "127.0.0.1:7101"
+raft_addr = "127.0.0.1:7201"
+
+[[peers]]
+id = 1
+api_addr = "127.0.0.1:7101"
+raft_addr = "127.0.0.1:7201"
+
+[[peers]]
+id = 2
+api_addr = "127.0.0.1:7102"
+raft_addr = "127.0.0.1:7202"
+
+[kafka]
+bootstrap_servers = "127.0.0.1:9092"
+properties = { "security.protocol" = "plaintext" }
+"#;
+
+    fn problems(text: &str) -> Vec<String> {
+        match ClusterConfig::parse(text) {
+            Ok(config) => config.validate().err().unwrap_or_default(),
+            Err(e) => vec![e],
+        }
+    }
+
+    #[test]
+    fn the_example_is_valid() {
+        assert_eq!(problems(GOOD), Vec::<String>::new());
+        let example = include_str!("../../../cluster.toml.example");
+        assert_eq!(problems(example), Vec::<String>::new());
+    }
+
+    #[test]
+    fn bad_configs_say_what_to_fix() {
+        let cases = [
+            (
+                "malformed",
+                GOOD.replace("node_id = 1", "node_id = "),
+                "invalid",
+            ),
+            (
+                "unknown key",
+                GOOD.replace("node_id = 1", "node_id = 1\nnode_name = \"a\""),
+                "unknown field `node_name`",
+            ),
+            (
+                "unknown raft key",
+                format!("{GOOD}\n[raft]\nheartbeat = 5\n"),
+                "unknown field `heartbeat`",
+            ),
+            (
+                "duplicate ids",
+                GOOD.replace("id = 2", "id = 1"),
+                "node id 1 appears more than once",
+            ),
+            (
+                "self missing",
+                GOOD.replace("node_id = 1", "node_id = 9"),
+                "peers does not contain this node (node_id = 9)",
+            ),
+            (
+                "bad address",
+                GOOD.replace(
+                    "api_addr = \"127.0.0.1:7101\"\nraft",
+                    "api_addr = \"nowhere\"\nraft",
+                ),
+                "api_addr = \"nowhere\" is not host:port",
+            ),
+            (
+                "election vs heartbeat",
+                format!("{GOOD}\n[raft]\nheartbeat_interval_ms = 3000\n"),
+                "must be larger than raft.heartbeat_interval_ms",
+            ),
+            (
+                "managed kafka property",
+                GOOD.replace("\"security.protocol\"", "\"group.id\""),
+                "managed by Ferry",
+            ),
+            (
+                "self differs",
+                GOOD.replacen(
+                    "raft_addr = \"127.0.0.1:7201\"\n\n",
+                    "raft_addr = \"127.0.0.1:7209\"\n\n",
+                    1,
+                ),
+                "differs from api_addr / raft_addr",
+            ),
+        ];
+        for (name, text, want) in cases {
+            let found = problems(&text);
+            assert!(found.iter().any(|p| p.contains(want)), "{name}: {found:?}");
+        }
+    }
+}
