@@ -1,0 +1,118 @@
+//! Connecting to a Ferry node: every address in `--server` is tried in turn, so the CLI keeps
+//! working while any listed node is up; the node forwards writes to the leader.
+
+use std::time::Duration;
+
+use ferry_proto::management::management_client::ManagementClient;
+use tonic::transport::{Channel, Endpoint};
+use tonic::{Code, Status};
+
+/// What went wrong, with the exit code a script can rely on.
+#[derive(Debug)]
+pub struct Failure {
+    pub code: u8,
+    pub message: String,
+}
+
+pub const EXIT_ERROR: u8 = 1;
+pub const EXIT_NOT_FOUND: u8 = 3;
+pub const EXIT_INVALID: u8 = 4;
+pub const EXIT_UNAVAILABLE: u8 = 5;
+pub const EXIT_CONFLICT: u8 = 6;
+
+impl Failure {
+    pub fn new(code: u8, message: impl Into<String>) -> Self {
+        Failure {
+            code,
+            message: message.into(),
+        }
+    }
+
+    pub fn from_status(server: &str, status: &Status) -> Self {
+        let code = match status.code() {
+            Code::NotFound => EXIT_NOT_FOUND,
+            Code::InvalidArgument => EXIT_INVALID,
+            Code::AlreadyExists | Code::Aborted | Code::FailedPrecondition => EXIT_CONFLICT,
+            Code::Unavailable | Code::DeadlineExceeded => EXIT_UNAVAILABLE,
+            _ => EXIT_ERROR,
+        };
+        let message = match status.code() {
+            Code::Unavailable
+                if status.message().contains("tcp connect")
+                    || status.message().contains("transport") =>
+            {
+                format!("cannot reach {server}: {}", status.message())
+            }
+            _ => status.message().to_string(),
+        };
+        Failure { code, message }
+    }
+}
+
+/// How long one call may take: writes wait up to the server's request timeout for a leader.
+const CALL_TIMEOUT: Duration = Duration::from_secs(30);
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
+
+pub struct Servers {
+    addrs: Vec<String>,
+}
+
+impl Servers {
+    pub fn parse(list: &str) -> Result<Self, Failure> {
+        let addrs: Vec<String> = list
+            .split(',')
+            .map(|a| a.trim().trim_start_matches("http://").to_string())
+            .filter(|a| !a.is_empty())
+            .collect();
+        if addrs.is_empty() {
+            return Err(Failure::new(
+                EXIT_INVALID,
+                "--server is empty: give host:port of a Ferry node",
+            ));
+        }
+        Ok(Servers { addrs })
+    }
+
+    fn client(addr: &str) -> Result<ManagementClient<Channel>, Failure> {
+        let endpoint = Endpoint::from_shared(format!("http://{addr}"))
+            .map_err(|e| {
+                Failure::new(
+                    EXIT_INVALID,
+                    format!("--server {addr:?} is not host:port: {e}"),
+                )
+            })?
+            .connect_timeout(CONNECT_TIMEOUT)
+            .timeout(CALL_TIMEOUT);
+        Ok(ManagementClient::new(endpoint.connect_lazy()))
+    }
+
+    /// Run `call` against each server until one answers. A server that cannot be reached (or
+    /// has no leader) is skipped; any other answer is final. Writes carry their request id
+    /// into every attempt, so a retry applies once.
+    pub async fn call<T, F, Fut>(&self, call: F) -> Result<T, Failure>
+    where
+        F: Fn(ManagementClient<Channel>) -> Fut,
+        Fut: std::future::Future<Output = Result<tonic::Response<T>, Status>>,
+    {
+        let mut problems = Vec::new();
+        for addr in &self.addrs {
+            let client = Self::client(addr)?;
+            match call(client).await {
+                Ok(reply) => return Ok(reply.into_inner()),
+                Err(status)
+                    if matches!(
+                        status.code(),
+                        Code::Unavailable | Code::DeadlineExceeded | Code::Unknown
+                    ) =>
+                {
+                    problems.push(Failure::from_status(addr, &status).message);
+                }
+                Err(status) => return Err(Failure::from_status(addr, &status)),
+            }
+        }
+        Err(Failure::new(
+            EXIT_UNAVAILABLE,
+            format!("no Ferry node answered ({})", problems.join("; ")),
+        ))
+    }
+}
