@@ -1,1 +1,457 @@
+//! Test harness: real `ferryd` processes on loopback with ephemeral ports, the real `ferry`
+//! CLI, and waits with deadlines (never fixed sleeps).
 
+use std::collections::BTreeMap;
+use std::fs;
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::Once;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context};
+use nix::sys::signal::{kill, Signal};
+use nix::unistd::Pid;
+use serde_json::Value;
+
+/// Where the binaries are: `FERRY_BIN_DIR`, or the workspace's `target/debug`.
+pub fn bin_dir() -> PathBuf {
+    if let Some(dir) = std::env::var_os("FERRY_BIN_DIR") {
+        return PathBuf::from(dir);
+    }
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../target"));
+    target.join("debug")
+}
+
+pub fn bin(name: &str) -> PathBuf {
+    let path = bin_dir().join(name);
+    assert!(
+        path.exists(),
+        "{} is missing: build the workspace first (`cargo build --workspace`), or set FERRY_BIN_DIR",
+        path.display()
+    );
+    path
+}
+
+static LOG: Once = Once::new();
+
+/// Say what a test is doing (stderr, shown by `--nocapture`), once timestamped per process.
+pub fn say(message: impl AsRef<str>) {
+    LOG.call_once(|| eprintln!("[harness] binaries from {}", bin_dir().display()));
+    eprintln!("[harness] {}", message.as_ref());
+}
+
+/// A free TCP port on 127.0.0.1 (bound, then released).
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("no free port on 127.0.0.1")
+}
+
+/// Wait until `check` returns `Some`, or fail after `timeout` with `what`.
+pub fn wait_for<T>(what: &str, timeout: Duration, mut check: impl FnMut() -> Option<T>) -> T {
+    let started = Instant::now();
+    let mut delay = Duration::from_millis(20);
+    loop {
+        if let Some(value) = check() {
+            return value;
+        }
+        if started.elapsed() > timeout {
+            panic!("timed out after {timeout:?} waiting for {what}");
+        }
+        std::thread::sleep(delay);
+        delay = (delay * 2).min(Duration::from_millis(250));
+    }
+}
+
+/// Timing and compaction settings of a test cluster.
+#[derive(Clone, Debug)]
+pub struct Settings {
+    pub heartbeat_ms: u64,
+    pub election_min_ms: u64,
+    pub election_max_ms: u64,
+    pub snapshot_logs: u64,
+    pub logs_to_keep: u64,
+    pub target_voters: usize,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings {
+            heartbeat_ms: 150,
+            election_min_ms: 1000,
+            election_max_ms: 2000,
+            snapshot_logs: 5000,
+            logs_to_keep: 1000,
+            target_voters: 3,
+        }
+    }
+}
+
+/// One node's addresses and process.
+pub struct Node {
+    pub id: u64,
+    pub api: String,
+    pub raft: String,
+    pub config: PathBuf,
+    pub data_dir: PathBuf,
+    pub log: PathBuf,
+    child: Option<Child>,
+    starts: u32,
+}
+
+impl Node {
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(Child::id)
+    }
+
+    pub fn is_running(&self) -> bool {
+        self.child.is_some()
+    }
+}
+
+/// The result of a CLI run.
+#[derive(Debug)]
+pub struct CliOutput {
+    pub code: Option<i32>,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl CliOutput {
+    pub fn ok(&self) -> bool {
+        self.code == Some(0)
+    }
+
+    pub fn json(&self) -> Value {
+        serde_json::from_str(&self.stdout)
+            .unwrap_or_else(|e| panic!("CLI output is not JSON ({e}): {self:?}"))
+    }
+}
+
+impl From<Output> for CliOutput {
+    fn from(o: Output) -> Self {
+        CliOutput {
+            code: o.status.code(),
+            stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
+        }
+    }
+}
+
+/// A cluster of real ferryd processes in a temporary directory.
+pub struct Cluster {
+    pub dir: tempfile::TempDir,
+    pub nodes: BTreeMap<u64, Node>,
+    pub settings: Settings,
+    /// The ids in every node's `[[peers]]`.
+    peers: Vec<u64>,
+}
+
+impl Cluster {
+    /// Configure `n` nodes (ids 1..=n) that bootstrap together; nothing is started.
+    pub fn new(n: u64, settings: Settings) -> Self {
+        let dir = tempfile::Builder::new()
+            .prefix("ferry-test-")
+            .tempdir()
+            .expect("cannot create a temp dir");
+        let mut cluster = Cluster {
+            dir,
+            nodes: BTreeMap::new(),
+            settings,
+            peers: (1..=n).collect(),
+        };
+        for id in 1..=n {
+            cluster.add_config(id);
+        }
+        for id in 1..=n {
+            cluster.write_config(id);
+        }
+        cluster
+    }
+
+    fn add_config(&mut self, id: u64) {
+        let base = self.dir.path();
+        self.nodes.insert(
+            id,
+            Node {
+                id,
+                api: format!("127.0.0.1:{}", free_port()),
+                raft: format!("127.0.0.1:{}", free_port()),
+                config: base.join(format!("node{id}.toml")),
+                data_dir: base.join(format!("data{id}")),
+                log: base.join(format!("node{id}.log")),
+                child: None,
+                starts: 0,
+            },
+        );
+    }
+
+    /// The text of a node's cluster.toml.
+    pub fn config_text(&self, id: u64) -> String {
+        let node = &self.nodes[&id];
+        let s = &self.settings;
+        let mut text = format!(
+            "node_id = {id}\ndata_dir = {:?}\napi_addr = {:?}\nraft_addr = {:?}\ntarget_voters = {}\n",
+            node.data_dir, node.api, node.raft, s.target_voters
+        );
+        let mut peers = self.peers.clone();
+        if !peers.contains(&id) {
+            peers.push(id);
+        }
+        for peer in peers {
+            let p = &self.nodes[&peer];
+            text.push_str(&format!(
+                "\n[[peers]]\nid = {peer}\napi_addr = {:?}\nraft_addr = {:?}\n",
+                p.api, p.raft
+            ));
+        }
+        text.push_str(&format!(
+            "\n[raft]\nheartbeat_interval_ms = {}\nelection_timeout_min_ms = {}\nelection_timeout_max_ms = {}\nsnapshot_logs = {}\nlogs_to_keep = {}\nrequest_timeout_ms = 20000\n",
+            s.heartbeat_ms, s.election_min_ms, s.election_max_ms, s.snapshot_logs, s.logs_to_keep
+        ));
+        text
+    }
+
+    fn write_config(&self, id: u64) {
+        let node = &self.nodes[&id];
+        fs::write(&node.config, self.config_text(id)).expect("cannot write a node config");
+    }
+
+    /// Configure a node that is not one of the bootstrap peers (it lists them, plus itself).
+    pub fn configure_extra(&mut self, id: u64) {
+        self.add_config(id);
+        self.write_config(id);
+    }
+
+    pub fn node(&self, id: u64) -> &Node {
+        &self.nodes[&id]
+    }
+
+    pub fn start(&mut self, id: u64) {
+        let node = self.nodes.get_mut(&id).expect("unknown node");
+        assert!(node.child.is_none(), "node {id} is already running");
+        node.starts += 1;
+        let log = fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&node.log)
+            .expect("cannot open a node log");
+        let err = log.try_clone().expect("cannot clone a log handle");
+        let child = Command::new(bin("ferryd"))
+            .arg("--config")
+            .arg(&node.config)
+            .env("RUST_LOG", "info,openraft=warn")
+            .stdin(Stdio::null())
+            .stdout(log)
+            .stderr(err)
+            .spawn()
+            .expect("cannot start ferryd");
+        say(format!("started node {id} (pid {}, api {})", child.id(), node.api));
+        node.child = Some(child);
+    }
+
+    pub fn start_all(&mut self) {
+        let ids: Vec<u64> = self.nodes.keys().copied().collect();
+        for id in ids {
+            self.start(id);
+        }
+    }
+
+    /// `kill -9` a node and reap it.
+    pub fn kill9(&mut self, id: u64) {
+        let node = self.nodes.get_mut(&id).expect("unknown node");
+        if let Some(mut child) = node.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+            say(format!("killed -9 node {id}"));
+        }
+    }
+
+    /// SIGTERM a node and wait for it to exit; returns its exit code.
+    pub fn stop(&mut self, id: u64) -> Option<i32> {
+        let node = self.nodes.get_mut(&id).expect("unknown node");
+        let mut child = node.child.take()?;
+        let _ = kill(Pid::from_raw(child.id() as i32), Signal::SIGTERM);
+        let started = Instant::now();
+        loop {
+            if let Ok(Some(status)) = child.try_wait() {
+                say(format!("stopped node {id}: {status}"));
+                return status.code();
+            }
+            if started.elapsed() > Duration::from_secs(20) {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!("node {id} did not stop within 20 s of SIGTERM");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Remove a node's data directory (the node must be down).
+    pub fn wipe(&mut self, id: u64) {
+        let node = &self.nodes[&id];
+        assert!(node.child.is_none(), "wipe node {id} only while it is down");
+        if node.data_dir.exists() {
+            fs::remove_dir_all(&node.data_dir).expect("cannot wipe a data dir");
+        }
+        say(format!("wiped the data dir of node {id}"));
+    }
+
+    pub fn log_text(&self, id: u64) -> String {
+        fs::read_to_string(&self.nodes[&id].log).unwrap_or_default()
+    }
+
+    /// Run the CLI against the given nodes (in order of preference).
+    pub fn cli_on(&self, ids: &[u64], args: &[&str]) -> CliOutput {
+        let servers: Vec<&str> = ids.iter().map(|id| self.nodes[id].api.as_str()).collect();
+        let output = Command::new(bin("ferry"))
+            .arg("--server")
+            .arg(servers.join(","))
+            .args(args)
+            .current_dir(self.dir.path())
+            .stdin(Stdio::null())
+            .output()
+            .expect("cannot run ferry");
+        let output = CliOutput::from(output);
+        assert!(
+            !output.stderr.contains("panicked"),
+            "the CLI panicked: {output:?}"
+        );
+        output
+    }
+
+    /// Run the CLI against one node and require success.
+    pub fn cli(&self, id: u64, args: &[&str]) -> CliOutput {
+        let output = self.cli_on(&[id], args);
+        assert!(output.ok(), "ferry {args:?} on node {id} failed: {output:?}");
+        output
+    }
+
+    /// `ferry -o json …` on one node, parsed.
+    pub fn json(&self, id: u64, args: &[&str]) -> Value {
+        let mut all = vec!["-o", "json"];
+        all.extend_from_slice(args);
+        self.cli(id, &all).json()
+    }
+
+    /// Cluster status as one node sees it, if it answers.
+    pub fn status(&self, id: u64) -> Option<Value> {
+        let output = self.cli_on(&[id], &["-o", "json", "cluster", "status"]);
+        output.ok().then(|| output.json())
+    }
+
+    /// Wait until every running node agrees on a leader (among `voters`, if given); return it.
+    pub fn wait_leader(&self, timeout: Duration) -> u64 {
+        let running: Vec<u64> = self
+            .nodes
+            .values()
+            .filter(|n| n.is_running())
+            .map(|n| n.id)
+            .collect();
+        wait_for("a leader every running node agrees on", timeout, || {
+            let mut leader = None;
+            for id in &running {
+                let l = self.status(*id)?.get("leader_id")?.as_u64()?;
+                if leader.is_some_and(|x| x != l) || !running.contains(&l) {
+                    return None;
+                }
+                leader = Some(l);
+            }
+            leader
+        })
+    }
+
+    /// Wait until a node's applied index reaches `index`.
+    pub fn wait_applied(&self, id: u64, index: u64, timeout: Duration) {
+        wait_for(&format!("node {id} to apply index {index}"), timeout, || {
+            let applied = self.status(id)?.get("applied_index")?.as_u64()?;
+            (applied >= index).then_some(())
+        })
+    }
+
+    /// Write a connector JSON file in the cluster dir and return its path.
+    pub fn connector_file(&self, name: &str, config: &[(&str, &str)]) -> PathBuf {
+        let config: serde_json::Map<String, Value> = config
+            .iter()
+            .map(|(k, v)| (k.to_string(), Value::String(v.to_string())))
+            .collect();
+        let path = self.dir.path().join(format!("{name}-{}.json", uuid_like()));
+        let body = serde_json::json!({ "name": name, "config": config });
+        fs::write(&path, body.to_string()).expect("cannot write a connector file");
+        path
+    }
+
+    /// Create a FileStreamSink connector through `node`.
+    pub fn create_sink(&self, node: u64, name: &str) -> CliOutput {
+        let file = self.connector_file(
+            name,
+            &[
+                ("connector.class", "FileStreamSink"),
+                ("topics", "test1"),
+                ("tasks.max", "2"),
+                ("file", "out.txt"),
+            ],
+        );
+        self.cli_on(&[node], &["connectors", "create", "-f", &file.to_string_lossy()])
+    }
+
+    /// Start a ferryd with an arbitrary config file; return its exit code and stderr.
+    pub fn run_ferryd_to_exit(config_text: &str, timeout: Duration) -> anyhow::Result<(Option<i32>, String)> {
+        let dir = tempfile::tempdir()?;
+        let path = dir.path().join("cluster.toml");
+        fs::write(&path, config_text)?;
+        let mut child = Command::new(bin("ferryd"))
+            .arg("--config")
+            .arg(&path)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .context("cannot start ferryd")?;
+        let started = Instant::now();
+        loop {
+            if child.try_wait()?.is_some() {
+                let output = child.wait_with_output()?;
+                return Ok((output.status.code(), String::from_utf8_lossy(&output.stderr).into_owned()));
+            }
+            if started.elapsed() > timeout {
+                let _ = child.kill();
+                let _ = child.wait();
+                bail!("ferryd did not exit within {timeout:?}");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        for node in self.nodes.values_mut() {
+            if let Some(mut child) = node.child.take() {
+                let _ = child.kill();
+                let _ = child.wait();
+            }
+        }
+        if std::thread::panicking() {
+            // Keep the evidence: print the tail of every node's log.
+            for node in self.nodes.values() {
+                let text = fs::read_to_string(&node.log).unwrap_or_default();
+                let tail: Vec<&str> = text.lines().rev().take(40).collect();
+                eprintln!("---- node {} log (last {} lines) ----", node.id, tail.len());
+                for line in tail.iter().rev() {
+                    eprintln!("{line}");
+                }
+            }
+        }
+    }
+}
+
+fn uuid_like() -> String {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static N: AtomicU64 = AtomicU64::new(0);
+    format!("{}-{}", std::process::id(), N.fetch_add(1, Ordering::Relaxed))
+}
