@@ -195,7 +195,7 @@ fn a_wiped_node_never_starts_a_second_cluster_and_can_be_re_added() {
     cluster.wipe(1);
     cluster.start(1);
     let (api, raft) = (cluster.node(1).api.clone(), cluster.node(1).raft.clone());
-    let via = cluster.wait_leader(FAILOVER);
+    let via = cluster.wait_leader_among(&[2, 3], FAILOVER);
     let added = cluster.json(via, &["cluster", "add-node", "--id", "1", "--api-addr", &api, "--raft-addr", &raft]);
     let role = added["members"].as_array().expect("members").iter().find(|m| m["id"] == 1).map(|m| m["role"].clone());
     assert_eq!(role, Some(Value::from("voter")), "{added}");

@@ -344,7 +344,7 @@ impl Cluster {
         output.ok().then(|| output.json())
     }
 
-    /// Wait until every running node agrees on a leader (among `voters`, if given); return it.
+    /// Wait until every running node agrees on a leader among them; return it.
     pub fn wait_leader(&self, timeout: Duration) -> u64 {
         let running: Vec<u64> = self
             .nodes
@@ -352,9 +352,14 @@ impl Cluster {
             .filter(|n| n.is_running())
             .map(|n| n.id)
             .collect();
-        wait_for("a leader every running node agrees on", timeout, || {
+        self.wait_leader_among(&running, timeout)
+    }
+
+    /// Wait until the given nodes agree on a leader among them; return it.
+    pub fn wait_leader_among(&self, running: &[u64], timeout: Duration) -> u64 {
+        wait_for("a leader the nodes agree on", timeout, || {
             let mut leader = None;
-            for id in &running {
+            for id in running {
                 let l = self.status(*id)?.get("leader_id")?.as_u64()?;
                 if leader.is_some_and(|x| x != l) || !running.contains(&l) {
                     return None;

@@ -40,8 +40,11 @@ fn init_tracing(format: LogFormat) {
             "info,openraft=warn,sled=warn,h2=warn,tower=warn,hyper=warn",
         )
     });
+    // Colours only on a terminal: log files stay plain text.
+    let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
+        .with_ansi(ansi)
         .with_writer(std::io::stderr);
     match format {
         LogFormat::Text => builder.init(),

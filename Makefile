@@ -1,0 +1,36 @@
+# Ferry: `make run` starts a local three-node cluster; `make test` runs everything CI runs.
+CARGO ?= cargo
+export CARGO_TERM_COLOR ?= never
+
+.PHONY: all build lint test unit e2e run bench clean
+
+all: build
+
+build:
+	$(CARGO) build --workspace --all-targets --locked
+
+lint:
+	$(CARGO) fmt --all --check
+	$(CARGO) clippy --workspace --all-targets --locked -- -D warnings
+
+# Unit tests (pure state machine, storage suite, config, validation), then the end-to-end tests
+# that start real ferryd processes, one cluster at a time.
+test: lint build unit e2e
+
+unit:
+	$(CARGO) test --workspace --exclude ferry-tests --locked
+
+e2e: build
+	$(CARGO) test -p ferry-tests --locked -- --test-threads=1 --nocapture
+
+run:
+	$(CARGO) build -p ferry-server -p ferry-cli --locked
+	./scripts/run-local.sh
+
+bench:
+	$(CARGO) build --release --workspace --locked
+	FERRY_BIN_DIR=$(CURDIR)/target/release $(CURDIR)/target/release/ferry-bench
+
+clean:
+	$(CARGO) clean
+	rm -rf .run
