@@ -35,7 +35,11 @@ fn follower_of(cluster: &Cluster, leader: u64) -> u64 {
 fn cluster_id(cluster: &Cluster, id: u64) -> String {
     cluster
         .status(id)
-        .and_then(|s| s.get("cluster_id").and_then(Value::as_str).map(str::to_string))
+        .and_then(|s| {
+            s.get("cluster_id")
+                .and_then(Value::as_str)
+                .map(str::to_string)
+        })
         .unwrap_or_default()
 }
 
@@ -47,7 +51,9 @@ fn config_on(cluster: &Cluster, node: u64, name: &str) -> Value {
 fn a_write_on_a_follower_is_read_at_once_on_every_node() {
     let (cluster, leader) = started(3, Settings::default());
     let follower = follower_of(&cluster, leader);
-    say(format!("leader {leader}, writing through follower {follower}"));
+    say(format!(
+        "leader {leader}, writing through follower {follower}"
+    ));
     let created = cluster.create_sink(follower, "on-follower");
     assert!(created.ok(), "{created:?}");
     assert!(created.stdout.contains("version 1"), "{created:?}");
@@ -56,20 +62,47 @@ fn a_write_on_a_follower_is_read_at_once_on_every_node() {
     assert_eq!(expected["topics"], "test1");
     assert_eq!(expected["name"], "on-follower");
     for id in 1..=3 {
-        assert_eq!(config_on(&cluster, id, "on-follower"), expected, "config on node {id}");
+        assert_eq!(
+            config_on(&cluster, id, "on-follower"),
+            expected,
+            "config on node {id}"
+        );
         let list = cluster.json(id, &["connectors", "list"]);
-        assert_eq!(list, serde_json::json!(["on-follower"]), "list on node {id}");
+        assert_eq!(
+            list,
+            serde_json::json!(["on-follower"]),
+            "list on node {id}"
+        );
     }
     // An update through another follower: version 2 everywhere, immediately.
-    let other = (1..=3).find(|id| *id != leader && *id != follower).expect("third node");
+    let other = (1..=3)
+        .find(|id| *id != leader && *id != follower)
+        .expect("third node");
     let file = cluster.connector_file(
         "on-follower",
-        &[("connector.class", "FileStreamSink"), ("topics", "test2"), ("file", "x.txt")],
+        &[
+            ("connector.class", "FileStreamSink"),
+            ("topics", "test2"),
+            ("file", "x.txt"),
+        ],
     );
-    let put = cluster.json(other, &["connectors", "config", "on-follower", "-f", &file.to_string_lossy()]);
+    let put = cluster.json(
+        other,
+        &[
+            "connectors",
+            "config",
+            "on-follower",
+            "-f",
+            &file.to_string_lossy(),
+        ],
+    );
     assert_eq!(put["version"], 2);
     for id in 1..=3 {
-        assert_eq!(config_on(&cluster, id, "on-follower")["topics"], "test2", "node {id}");
+        assert_eq!(
+            config_on(&cluster, id, "on-follower")["topics"],
+            "test2",
+            "node {id}"
+        );
     }
     // Status reads through every node agree as well.
     for id in 1..=3 {
@@ -114,13 +147,24 @@ fn kill_9_of_the_leader_elects_a_new_one_and_loses_nothing() {
     // Nothing acknowledged is lost, as seen from every survivor.
     for id in &survivors {
         let list = cluster.json(*id, &["connectors", "list"]);
-        let names: Vec<&str> = list.as_array().expect("a list").iter().filter_map(Value::as_str).collect();
+        let names: Vec<&str> = list
+            .as_array()
+            .expect("a list")
+            .iter()
+            .filter_map(Value::as_str)
+            .collect();
         for name in &acknowledged {
-            assert!(names.contains(&name.as_str()), "{name} missing on node {id}: {names:?}");
+            assert!(
+                names.contains(&name.as_str()),
+                "{name} missing on node {id}: {names:?}"
+            );
         }
     }
     // The CLI given every node still works while one is down.
-    let all = cluster.cli_on(&[leader, survivors[0], survivors[1]], &["connectors", "list"]);
+    let all = cluster.cli_on(
+        &[leader, survivors[0], survivors[1]],
+        &["connectors", "list"],
+    );
     assert!(all.ok(), "{all:?}");
 }
 
@@ -137,28 +181,58 @@ fn a_full_restart_in_another_order_keeps_configs_and_offsets() {
                        {"partition":{"kafka_topic":"test1","kafka_partition":1},"offset":{"kafka_offset":7}}]}"#,
     )
     .expect("write offsets");
-    cluster.cli(1, &["connectors", "offsets", "durable", "--alter", &offsets.to_string_lossy()]);
+    cluster.cli(
+        1,
+        &[
+            "connectors",
+            "offsets",
+            "durable",
+            "--alter",
+            &offsets.to_string_lossy(),
+        ],
+    );
     let before = cluster.json(2, &["connectors", "offsets", "durable"]);
-    assert_eq!(before["offsets"].as_array().map(Vec::len), Some(2), "{before}");
+    assert_eq!(
+        before["offsets"].as_array().map(Vec::len),
+        Some(2),
+        "{before}"
+    );
 
     for id in [1, 2, 3] {
-        assert_eq!(cluster.stop(id), Some(0), "node {id} exits cleanly on SIGTERM");
+        assert_eq!(
+            cluster.stop(id),
+            Some(0),
+            "node {id} exits cleanly on SIGTERM"
+        );
     }
     for id in [3, 1, 2] {
         cluster.start(id);
     }
     cluster.wait_leader(BOOT);
     for id in 1..=3 {
-        assert_eq!(cluster.json(id, &["connectors", "offsets", "durable"]), before, "offsets on node {id}");
+        assert_eq!(
+            cluster.json(id, &["connectors", "offsets", "durable"]),
+            before,
+            "offsets on node {id}"
+        );
         let config = config_on(&cluster, id, "durable");
         assert_eq!(config["topics"], "test1");
         let status = cluster.json(id, &["connectors", "status", "durable"]);
         assert_eq!(status["target_state"], "STOPPED");
-        assert_eq!(cluster_id(&cluster, id), id_before, "cluster id on node {id}");
+        assert_eq!(
+            cluster_id(&cluster, id),
+            id_before,
+            "cluster id on node {id}"
+        );
     }
     // No node initialized a cluster again.
     let inits: usize = (1..=3)
-        .map(|id| cluster.log_text(id).matches("initializing the cluster").count())
+        .map(|id| {
+            cluster
+                .log_text(id)
+                .matches("initializing the cluster")
+                .count()
+        })
         .sum();
     assert_eq!(inits, 1, "the cluster was initialized exactly once");
 }
@@ -183,21 +257,50 @@ fn a_wiped_node_never_starts_a_second_cluster_and_can_be_re_added() {
         (cluster_id(&cluster, 1) == original).then_some(())
     });
     assert_eq!(config_on(&cluster, 1, "kept")["topics"], "test1");
-    assert_eq!(cluster.log_text(1).matches("initializing the cluster").count(), 1, "only the first boot initialized");
+    assert_eq!(
+        cluster
+            .log_text(1)
+            .matches("initializing the cluster")
+            .count(),
+        1,
+        "only the first boot initialized"
+    );
     // And it can be removed and re-added explicitly.
     let leader = cluster.wait_leader(FAILOVER);
     let via = if leader == 1 { 2 } else { leader };
     cluster.cli(via, &["cluster", "remove-node", "--id", "1"]);
     let status = cluster.status(via).expect("status");
-    let members: Vec<u64> = status["members"].as_array().expect("members").iter().filter_map(|m| m["id"].as_u64()).collect();
+    let members: Vec<u64> = status["members"]
+        .as_array()
+        .expect("members")
+        .iter()
+        .filter_map(|m| m["id"].as_u64())
+        .collect();
     assert!(!members.contains(&1), "node 1 removed: {members:?}");
     cluster.kill9(1);
     cluster.wipe(1);
     cluster.start(1);
     let (api, raft) = (cluster.node(1).api.clone(), cluster.node(1).raft.clone());
     let via = cluster.wait_leader_among(&[2, 3], FAILOVER);
-    let added = cluster.json(via, &["cluster", "add-node", "--id", "1", "--api-addr", &api, "--raft-addr", &raft]);
-    let role = added["members"].as_array().expect("members").iter().find(|m| m["id"] == 1).map(|m| m["role"].clone());
+    let added = cluster.json(
+        via,
+        &[
+            "cluster",
+            "add-node",
+            "--id",
+            "1",
+            "--api-addr",
+            &api,
+            "--raft-addr",
+            &raft,
+        ],
+    );
+    let role = added["members"]
+        .as_array()
+        .expect("members")
+        .iter()
+        .find(|m| m["id"] == 1)
+        .map(|m| m["role"].clone());
     assert_eq!(role, Some(Value::from("voter")), "{added}");
     wait_for("node 1 to serve the old data again", BOOT, || {
         let out = cluster.cli_on(&[1], &["-o", "json", "connectors", "config", "kept"]);
@@ -216,7 +319,19 @@ fn add_node_keeps_quorum_when_an_original_voter_dies_and_remove_node_leaves_a_he
     cluster.configure_extra(4);
     cluster.start(4);
     let (api, raft) = (cluster.node(4).api.clone(), cluster.node(4).raft.clone());
-    let added = cluster.json(leader, &["cluster", "add-node", "--id", "4", "--api-addr", &api, "--raft-addr", &raft]);
+    let added = cluster.json(
+        leader,
+        &[
+            "cluster",
+            "add-node",
+            "--id",
+            "4",
+            "--api-addr",
+            &api,
+            "--raft-addr",
+            &raft,
+        ],
+    );
     let voters: Vec<u64> = added["members"]
         .as_array()
         .expect("members")
@@ -224,19 +339,40 @@ fn add_node_keeps_quorum_when_an_original_voter_dies_and_remove_node_leaves_a_he
         .filter(|m| m["role"] == "voter")
         .filter_map(|m| m["id"].as_u64())
         .collect();
-    assert_eq!(voters, vec![1, 2, 3, 4], "node 4 promoted to voter (target 5): {added}");
-    wait_for("node 4 to register as a worker and serve reads", BOOT, || {
-        cluster.cli_on(&[4], &["connectors", "list"]).ok().then_some(())
-    });
+    assert_eq!(
+        voters,
+        vec![1, 2, 3, 4],
+        "node 4 promoted to voter (target 5): {added}"
+    );
+    wait_for(
+        "node 4 to register as a worker and serve reads",
+        BOOT,
+        || {
+            cluster
+                .cli_on(&[4], &["connectors", "list"])
+                .ok()
+                .then_some(())
+        },
+    );
     // Kill an original voter (the leader, the harder case): 3 of 4 voters remain, a quorum.
     cluster.kill9(leader);
     let new_leader = cluster.wait_leader(FAILOVER);
-    say(format!("after killing {leader}, node {new_leader} leads the 4-voter cluster"));
+    say(format!(
+        "after killing {leader}, node {new_leader} leads the 4-voter cluster"
+    ));
     let created = cluster.create_sink(4, "after-kill");
     assert!(created.ok(), "writes are served: {created:?}");
     // Remove the dead node: a healthy three-voter cluster that still serves writes.
-    let removed = cluster.json(new_leader, &["cluster", "remove-node", "--id", &leader.to_string()]);
-    let members: Vec<u64> = removed["members"].as_array().expect("members").iter().filter_map(|m| m["id"].as_u64()).collect();
+    let removed = cluster.json(
+        new_leader,
+        &["cluster", "remove-node", "--id", &leader.to_string()],
+    );
+    let members: Vec<u64> = removed["members"]
+        .as_array()
+        .expect("members")
+        .iter()
+        .filter_map(|m| m["id"].as_u64())
+        .collect();
     assert!(!members.contains(&leader), "{removed}");
     assert_eq!(members.len(), 3);
     let live: Vec<u64> = (1..=4).filter(|id| *id != leader).collect();
@@ -255,18 +391,36 @@ fn a_write_retried_after_its_node_died_is_applied_exactly_once() {
     let (mut cluster, leader) = started(3, Settings::default());
     assert!(cluster.create_sink(leader, "cas").ok());
     let follower = follower_of(&cluster, leader);
-    let third = (1..=3).find(|id| *id != leader && *id != follower).expect("third node");
+    let third = (1..=3)
+        .find(|id| *id != leader && *id != follower)
+        .expect("third node");
     let update = cluster.connector_file(
         "cas",
-        &[("connector.class", "FileStreamSink"), ("topics", "t2"), ("file", "o.txt")],
+        &[
+            ("connector.class", "FileStreamSink"),
+            ("topics", "t2"),
+            ("file", "o.txt"),
+        ],
     );
     let update = update.to_string_lossy().to_string();
     // A compare-and-set write: applied twice, its second application would fail (version 2 ≠ 1).
     let args = |rid: &str| -> Vec<String> {
-        ["--request-id", rid, "-o", "json", "connectors", "config", "cas", "-f", &update, "--expect-version", "1"]
-            .iter()
-            .map(|s| s.to_string())
-            .collect()
+        [
+            "--request-id",
+            rid,
+            "-o",
+            "json",
+            "connectors",
+            "config",
+            "cas",
+            "-f",
+            &update,
+            "--expect-version",
+            "1",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect()
     };
     // The follower takes the write and dies mid-request (its answer may never arrive).
     let mut child = std::process::Command::new(ferry_tests::bin("ferry"))
@@ -283,16 +437,35 @@ fn a_write_retried_after_its_node_died_is_applied_exactly_once() {
     // The client retries with the same request id through another node.
     let a: Vec<String> = args("retry-1");
     let retried = cluster.cli_on(&[third], &a.iter().map(String::as_str).collect::<Vec<_>>());
-    assert!(retried.ok(), "the retry succeeds whether or not the first attempt applied: {retried:?}");
+    assert!(
+        retried.ok(),
+        "the retry succeeds whether or not the first attempt applied: {retried:?}"
+    );
     assert_eq!(retried.json()["version"], 2);
     assert_eq!(config_on(&cluster, third, "cas")["topics"], "t2");
     // Deterministic case: the write surely applied, then its node died; the retry answers the same.
     let update3 = cluster.connector_file(
         "cas",
-        &[("connector.class", "FileStreamSink"), ("topics", "t3"), ("file", "o.txt")],
+        &[
+            ("connector.class", "FileStreamSink"),
+            ("topics", "t3"),
+            ("file", "o.txt"),
+        ],
     );
     let update3 = update3.to_string_lossy().to_string();
-    let b: Vec<&str> = vec!["--request-id", "retry-2", "-o", "json", "connectors", "config", "cas", "-f", &update3, "--expect-version", "2"];
+    let b: Vec<&str> = vec![
+        "--request-id",
+        "retry-2",
+        "-o",
+        "json",
+        "connectors",
+        "config",
+        "cas",
+        "-f",
+        &update3,
+        "--expect-version",
+        "2",
+    ];
     let first = cluster.cli_on(&[leader], &b);
     assert!(first.ok(), "{first:?}");
     assert_eq!(first.json()["version"], 3);
@@ -300,11 +473,24 @@ fn a_write_retried_after_its_node_died_is_applied_exactly_once() {
     cluster.start(follower);
     cluster.wait_leader(FAILOVER);
     let again = cluster.cli_on(&[third], &b);
-    assert!(again.ok(), "a retry of an applied write gets its first answer, not a conflict: {again:?}");
+    assert!(
+        again.ok(),
+        "a retry of an applied write gets its first answer, not a conflict: {again:?}"
+    );
     assert_eq!(again.json()["version"], 3);
     assert_eq!(config_on(&cluster, third, "cas")["topics"], "t3");
     // A new request id is a new write: the same CAS now conflicts.
-    let b2: Vec<&str> = vec!["--request-id", "retry-3", "connectors", "config", "cas", "-f", &update3, "--expect-version", "2"];
+    let b2: Vec<&str> = vec![
+        "--request-id",
+        "retry-3",
+        "connectors",
+        "config",
+        "cas",
+        "-f",
+        &update3,
+        "--expect-version",
+        "2",
+    ];
     let conflict = cluster.cli_on(&[third], &b2);
     assert_eq!(conflict.code, Some(6), "{conflict:?}");
 }
@@ -318,7 +504,10 @@ fn a_node_that_was_down_catches_up_from_a_snapshot() {
     };
     let (mut cluster, leader) = started(3, settings);
     let lagging = follower_of(&cluster, leader);
-    let lag_index = cluster.status(lagging).and_then(|s| s["last_log_index"].as_u64()).unwrap_or(0);
+    let lag_index = cluster
+        .status(lagging)
+        .and_then(|s| s["last_log_index"].as_u64())
+        .unwrap_or(0);
     cluster.kill9(lagging);
     let writer = (1..=3).find(|id| *id != lagging).expect("a live node");
     for i in 0..60 {
@@ -327,19 +516,30 @@ fn a_node_that_was_down_catches_up_from_a_snapshot() {
     let leader = cluster.wait_leader(FAILOVER);
     let status = cluster.status(leader).expect("leader status");
     let purged = status["purged_index"].as_u64().unwrap_or(0);
-    say(format!("leader purged its log up to {purged}; node {lagging} stopped at {lag_index}"));
-    assert!(purged > lag_index, "the log was purged past what the down node had: {status}");
+    say(format!(
+        "leader purged its log up to {purged}; node {lagging} stopped at {lag_index}"
+    ));
+    assert!(
+        purged > lag_index,
+        "the log was purged past what the down node had: {status}"
+    );
     let target = status["applied_index"].as_u64().expect("applied");
     cluster.start(lagging);
     cluster.wait_applied(lagging, target, BOOT);
     let caught_up = cluster.status(lagging).expect("status");
-    assert!(caught_up["snapshot_index"].as_u64().is_some_and(|s| s > lag_index), "installed a snapshot: {caught_up}");
+    assert!(
+        caught_up["snapshot_index"]
+            .as_u64()
+            .is_some_and(|s| s > lag_index),
+        "installed a snapshot: {caught_up}"
+    );
     let list = cluster.json(lagging, &["connectors", "list"]);
     assert_eq!(list.as_array().map(Vec::len), Some(60));
 }
 
 fn start_error(text: &str) -> String {
-    let (code, stderr) = Cluster::run_ferryd_to_exit(text, Duration::from_secs(10)).expect("ferryd exits");
+    let (code, stderr) =
+        Cluster::run_ferryd_to_exit(text, Duration::from_secs(10)).expect("ferryd exits");
     assert_ne!(code, Some(0), "ferryd must refuse: {stderr}");
     assert!(!stderr.contains("panicked"), "{stderr}");
     stderr
@@ -347,14 +547,31 @@ fn start_error(text: &str) -> String {
 
 #[test]
 fn bad_input_gets_clear_errors_and_nothing_is_stored() {
-    let good = "node_id = 1\ndata_dir = \"d\"\napi_addr = \"127.0.0.1:1\"\nraft_addr = \"127.0.0.1:2\"\n\
+    let good =
+        "node_id = 1\ndata_dir = \"d\"\napi_addr = \"127.0.0.1:1\"\nraft_addr = \"127.0.0.1:2\"\n\
                 [[peers]]\nid = 1\napi_addr = \"127.0.0.1:1\"\nraft_addr = \"127.0.0.1:2\"\n\
                 [[peers]]\nid = 2\napi_addr = \"127.0.0.1:3\"\nraft_addr = \"127.0.0.1:4\"\n";
     let cases = [
-        ("malformed", good.replace("node_id = 1", "node_id = ="), "not a valid cluster.toml"),
-        ("unknown key", format!("colour = \"red\"\n{good}"), "unknown field `colour`"),
-        ("duplicate ids", good.replace("id = 2", "id = 1"), "node id 1 appears more than once"),
-        ("self not in peers", good.replace("node_id = 1", "node_id = 7"), "peers does not contain this node (node_id = 7)"),
+        (
+            "malformed",
+            good.replace("node_id = 1", "node_id = ="),
+            "not a valid cluster.toml",
+        ),
+        (
+            "unknown key",
+            format!("colour = \"red\"\n{good}"),
+            "unknown field `colour`",
+        ),
+        (
+            "duplicate ids",
+            good.replace("id = 2", "id = 1"),
+            "node id 1 appears more than once",
+        ),
+        (
+            "self not in peers",
+            good.replace("node_id = 1", "node_id = 7"),
+            "peers does not contain this node (node_id = 7)",
+        ),
     ];
     for (what, text, want) in cases {
         let stderr = start_error(&text);
@@ -362,39 +579,92 @@ fn bad_input_gets_clear_errors_and_nothing_is_stored() {
     }
 
     let (cluster, _) = started(3, Settings::default());
-    let unknown = cluster.connector_file("bad", &[("connector.class", "com.example.Nope"), ("topics", "t")]);
-    let out = cluster.cli_on(&[2], &["connectors", "create", "-f", &unknown.to_string_lossy()]);
+    let unknown = cluster.connector_file(
+        "bad",
+        &[("connector.class", "com.example.Nope"), ("topics", "t")],
+    );
+    let out = cluster.cli_on(
+        &[2],
+        &["connectors", "create", "-f", &unknown.to_string_lossy()],
+    );
     assert_eq!(out.code, Some(4), "{out:?}");
-    assert!(out.stderr.contains("connector.class") && out.stderr.contains("unknown connector class"), "{out:?}");
-    let missing = cluster.connector_file("bad", &[("connector.class", "FileStreamSource"), ("file", "in.txt")]);
-    let out = cluster.cli_on(&[3], &["connectors", "create", "-f", &missing.to_string_lossy()]);
+    assert!(
+        out.stderr.contains("connector.class") && out.stderr.contains("unknown connector class"),
+        "{out:?}"
+    );
+    let missing = cluster.connector_file(
+        "bad",
+        &[("connector.class", "FileStreamSource"), ("file", "in.txt")],
+    );
+    let out = cluster.cli_on(
+        &[3],
+        &["connectors", "create", "-f", &missing.to_string_lossy()],
+    );
     assert_eq!(out.code, Some(4), "{out:?}");
-    assert!(out.stderr.contains("topic: missing required property topic"), "{out:?}");
-    let validate = cluster.cli_on(&[1], &["-o", "json", "connectors", "validate", "-f", &missing.to_string_lossy()]);
+    assert!(
+        out.stderr
+            .contains("topic: missing required property topic"),
+        "{out:?}"
+    );
+    let validate = cluster.cli_on(
+        &[1],
+        &[
+            "-o",
+            "json",
+            "connectors",
+            "validate",
+            "-f",
+            &missing.to_string_lossy(),
+        ],
+    );
     assert_eq!(validate.code, Some(4));
     let fields = validate.json()["configs"].clone();
-    let topic = fields.as_array().expect("configs").iter().find(|f| f["name"] == "topic").expect("topic field").clone();
+    let topic = fields
+        .as_array()
+        .expect("configs")
+        .iter()
+        .find(|f| f["name"] == "topic")
+        .expect("topic field")
+        .clone();
     assert_eq!(topic["errors"][0], "missing required property topic");
     for id in 1..=3 {
-        assert_eq!(cluster.json(id, &["connectors", "list"]), serde_json::json!([]), "nothing stored (node {id})");
+        assert_eq!(
+            cluster.json(id, &["connectors", "list"]),
+            serde_json::json!([]),
+            "nothing stored (node {id})"
+        );
     }
     let not_json = cluster.dir.path().join("broken.json");
     std::fs::write(&not_json, "{ nope").expect("write");
-    let out = cluster.cli_on(&[1], &["connectors", "create", "-f", &not_json.to_string_lossy()]);
+    let out = cluster.cli_on(
+        &[1],
+        &["connectors", "create", "-f", &not_json.to_string_lossy()],
+    );
     assert_eq!(out.code, Some(4));
-    assert!(out.stderr.contains("broken.json is not valid JSON"), "{out:?}");
+    assert!(
+        out.stderr.contains("broken.json is not valid JSON"),
+        "{out:?}"
+    );
     let out = cluster.cli_on(&[1], &["connectors", "status", "nope"]);
     assert_eq!(out.code, Some(3), "{out:?}");
 
     // The CLI against a node that is down: a clear message and a non-zero exit, no panic.
     let port = ferry_tests::free_port();
     let down = std::process::Command::new(ferry_tests::bin("ferry"))
-        .args(["--server", &format!("127.0.0.1:{port}"), "connectors", "list"])
+        .args([
+            "--server",
+            &format!("127.0.0.1:{port}"),
+            "connectors",
+            "list",
+        ])
         .output()
         .expect("run ferry");
     let stderr = String::from_utf8_lossy(&down.stderr);
     assert_eq!(down.status.code(), Some(5), "{stderr}");
-    assert!(stderr.contains("no Ferry node answered") && stderr.contains(&port.to_string()), "{stderr}");
+    assert!(
+        stderr.contains("no Ferry node answered") && stderr.contains(&port.to_string()),
+        "{stderr}"
+    );
     assert!(!stderr.contains("panicked"));
 }
 
@@ -414,7 +684,10 @@ fn offsets_change_only_while_stopped_and_restart_fences() {
     assert!(refused.stderr.contains("STOPPED"), "{refused:?}");
     cluster.cli(2, &["connectors", "stop", "kip875"]);
     let altered = cluster.json(3, &["connectors", "offsets", "kip875", "--alter", &path]);
-    assert_eq!(altered["offsets"][0]["offset"]["kafka_offset"], 9, "{altered}");
+    assert_eq!(
+        altered["offsets"][0]["offset"]["kafka_offset"], 9,
+        "{altered}"
+    );
     let reset = cluster.json(1, &["connectors", "offsets", "kip875", "--reset"]);
     assert_eq!(reset["offsets"], serde_json::json!([]));
     cluster.cli(1, &["connectors", "resume", "kip875"]);

@@ -17,7 +17,8 @@ use serde_json::Value;
 /// Where the binaries are: `FERRY_BIN_DIR`, or the workspace's `target/debug`.
 pub fn bin_dir() -> PathBuf {
     if let Some(dir) = std::env::var_os("FERRY_BIN_DIR") {
-        return PathBuf::from(dir);
+        let dir = PathBuf::from(dir);
+        return fs::canonicalize(&dir).unwrap_or(dir);
     }
     let target = std::env::var_os("CARGO_TARGET_DIR")
         .map(PathBuf::from)
@@ -250,7 +251,11 @@ impl Cluster {
             .stderr(err)
             .spawn()
             .expect("cannot start ferryd");
-        say(format!("started node {id} (pid {}, api {})", child.id(), node.api));
+        say(format!(
+            "started node {id} (pid {}, api {})",
+            child.id(),
+            node.api
+        ));
         node.child = Some(child);
     }
 
@@ -327,7 +332,10 @@ impl Cluster {
     /// Run the CLI against one node and require success.
     pub fn cli(&self, id: u64, args: &[&str]) -> CliOutput {
         let output = self.cli_on(&[id], args);
-        assert!(output.ok(), "ferry {args:?} on node {id} failed: {output:?}");
+        assert!(
+            output.ok(),
+            "ferry {args:?} on node {id} failed: {output:?}"
+        );
         output
     }
 
@@ -372,10 +380,14 @@ impl Cluster {
 
     /// Wait until a node's applied index reaches `index`.
     pub fn wait_applied(&self, id: u64, index: u64, timeout: Duration) {
-        wait_for(&format!("node {id} to apply index {index}"), timeout, || {
-            let applied = self.status(id)?.get("applied_index")?.as_u64()?;
-            (applied >= index).then_some(())
-        })
+        wait_for(
+            &format!("node {id} to apply index {index}"),
+            timeout,
+            || {
+                let applied = self.status(id)?.get("applied_index")?.as_u64()?;
+                (applied >= index).then_some(())
+            },
+        )
     }
 
     /// Write a connector JSON file in the cluster dir and return its path.
@@ -401,11 +413,17 @@ impl Cluster {
                 ("file", "out.txt"),
             ],
         );
-        self.cli_on(&[node], &["connectors", "create", "-f", &file.to_string_lossy()])
+        self.cli_on(
+            &[node],
+            &["connectors", "create", "-f", &file.to_string_lossy()],
+        )
     }
 
     /// Start a ferryd with an arbitrary config file; return its exit code and stderr.
-    pub fn run_ferryd_to_exit(config_text: &str, timeout: Duration) -> anyhow::Result<(Option<i32>, String)> {
+    pub fn run_ferryd_to_exit(
+        config_text: &str,
+        timeout: Duration,
+    ) -> anyhow::Result<(Option<i32>, String)> {
         let dir = tempfile::tempdir()?;
         let path = dir.path().join("cluster.toml");
         fs::write(&path, config_text)?;
@@ -421,7 +439,10 @@ impl Cluster {
         loop {
             if child.try_wait()?.is_some() {
                 let output = child.wait_with_output()?;
-                return Ok((output.status.code(), String::from_utf8_lossy(&output.stderr).into_owned()));
+                return Ok((
+                    output.status.code(),
+                    String::from_utf8_lossy(&output.stderr).into_owned(),
+                ));
             }
             if started.elapsed() > timeout {
                 let _ = child.kill();
@@ -458,5 +479,9 @@ impl Drop for Cluster {
 fn uuid_like() -> String {
     use std::sync::atomic::{AtomicU64, Ordering};
     static N: AtomicU64 = AtomicU64::new(0);
-    format!("{}-{}", std::process::id(), N.fetch_add(1, Ordering::Relaxed))
+    format!(
+        "{}-{}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::Relaxed)
+    )
 }
