@@ -535,6 +535,21 @@ fn a_node_that_was_down_catches_up_from_a_snapshot() {
     );
     let list = cluster.json(lagging, &["connectors", "list"]);
     assert_eq!(list.as_array().map(Vec::len), Some(60));
+    // A node restarting from its own snapshot plus the log after it keeps everything.
+    let own = cluster
+        .status(leader)
+        .and_then(|s| s["snapshot_index"].as_u64())
+        .unwrap_or(0);
+    assert!(own > 0, "the leader has a snapshot of its own");
+    assert_eq!(cluster.stop(leader), Some(0));
+    cluster.start(leader);
+    cluster.wait_leader(FAILOVER);
+    let list = cluster.json(leader, &["connectors", "list"]);
+    assert_eq!(
+        list.as_array().map(Vec::len),
+        Some(60),
+        "after restarting from a snapshot"
+    );
 }
 
 fn start_error(text: &str) -> String {
@@ -693,7 +708,85 @@ fn offsets_change_only_while_stopped_and_restart_fences() {
     cluster.cli(1, &["connectors", "resume", "kip875"]);
     let restarted = cluster.json(2, &["connectors", "restart", "kip875"]);
     assert_eq!(restarted["connector"]["state"], "RESTARTING");
+    assert_eq!(
+        cluster.json(1, &["connectors", "tasks", "kip875"]),
+        serde_json::json!([])
+    );
+    let no_task = cluster.cli_on(&[2], &["connectors", "restart-task", "kip875", "0"]);
+    assert_eq!(no_task.code, Some(3), "{no_task:?}");
+    let only_failed = cluster.json(
+        3,
+        &[
+            "connectors",
+            "restart",
+            "kip875",
+            "--include-tasks",
+            "--only-failed",
+        ],
+    );
+    assert_eq!(
+        only_failed["connector"]["state"], "RESTARTING",
+        "nothing failed: unchanged"
+    );
     cluster.cli(3, &["connectors", "delete", "kip875"]);
     let gone = cluster.cli_on(&[1], &["connectors", "config", "kip875"]);
     assert_eq!(gone.code, Some(3));
+}
+
+#[test]
+fn the_status_watch_streams_changes_from_any_node() {
+    use std::io::{BufRead, BufReader};
+    let (cluster, leader) = started(3, Settings::default());
+    let follower = follower_of(&cluster, leader);
+    let mut watch = std::process::Command::new(ferry_tests::bin("ferry"))
+        .args([
+            "--server",
+            &cluster.node(follower).api,
+            "-o",
+            "json",
+            "connectors",
+            "watch",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("spawn ferry watch");
+    let stdout = watch.stdout.take().expect("stdout");
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    // Writes through other nodes show up on the follower's stream, in order.
+    assert!(cluster.create_sink(leader, "watched").ok());
+    cluster.cli(leader, &["connectors", "pause", "watched"]);
+    cluster.cli(leader, &["connectors", "delete", "watched"]);
+    let mut seen = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while Instant::now() < deadline {
+        let Ok(line) = rx.recv_timeout(Duration::from_millis(200)) else {
+            continue;
+        };
+        let event: Value = serde_json::from_str(&line).expect("a JSON event per line");
+        let what = if event["deleted"] == true {
+            "deleted".to_string()
+        } else {
+            event["status"]["target_state"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string()
+        };
+        if seen.last() != Some(&what) {
+            seen.push(what);
+        }
+        if seen.last().map(String::as_str) == Some("deleted") {
+            break;
+        }
+    }
+    let _ = watch.kill();
+    let _ = watch.wait();
+    assert_eq!(seen, vec!["RUNNING", "PAUSED", "deleted"]);
 }

@@ -83,6 +83,24 @@ impl Api {
         Ok(f(&self.node.state().read().state))
     }
 
+    /// A linearizable read about one connector: `None` from `f` means it does not exist.
+    async fn read_connector<T>(
+        &self,
+        name: &str,
+        f: impl FnOnce(&ClusterState) -> Option<T>,
+    ) -> ApiResult<T> {
+        self.read(f).await?.ok_or_else(|| {
+            ApiError::from(ferry_meta::Rejection::NotFound {
+                name: name.to_string(),
+            })
+        })
+    }
+
+    async fn status_of(&self, name: &str) -> ApiResult<pb::ConnectorStatusInfo> {
+        self.read_connector(name, |s| self.statuses(s, name).remove(name))
+            .await
+    }
+
     /// Validate a connector config for `name`; return it as stored, with warnings.
     fn checked_config(
         &self,
@@ -184,11 +202,8 @@ impl Api {
 
     async fn connector_kind(&self, name: &str) -> ApiResult<PluginKind> {
         let config = self
-            .read(|s| s.connectors.get(name).map(|c| c.config.clone()))
-            .await?
-            .ok_or_else(|| ferry_meta::Rejection::NotFound {
-                name: name.to_string(),
-            })?;
+            .read_connector(name, |s| s.connectors.get(name).map(|c| c.config.clone()))
+            .await?;
         self.kind_of(&config).ok_or_else(|| {
             ApiError::Invalid(format!(
                 "connector {name}: its class {:?} is not a plugin of this build",
@@ -315,11 +330,8 @@ impl Management for Api {
     async fn get_connector(&self, req: GrpcRequest<pb::ConnectorName>) -> Reply<pb::ConnectorInfo> {
         let name = require_name(&req.get_ref().name)?.to_string();
         let connector = self
-            .read(|s| s.connectors.get(&name).cloned())
-            .await?
-            .ok_or_else(|| {
-                ApiError::from(ferry_meta::Rejection::NotFound { name: name.clone() })
-            })?;
+            .read_connector(&name, |s| s.connectors.get(&name).cloned())
+            .await?;
         let kind = self.kind_of(&connector.config);
         Ok(GrpcResponse::new(convert::connector_info(
             &name,
@@ -362,12 +374,7 @@ impl Management for Api {
         req: GrpcRequest<pb::ConnectorName>,
     ) -> Reply<pb::ConnectorStatusInfo> {
         let name = require_name(&req.get_ref().name)?.to_string();
-        let status = self
-            .read(|s| self.statuses(s, &name).remove(&name))
-            .await?
-            .ok_or_else(|| {
-                ApiError::from(ferry_meta::Rejection::NotFound { name: name.clone() })
-            })?;
+        let status = self.status_of(&name).await?;
         Ok(GrpcResponse::new(status))
     }
 
@@ -409,12 +416,7 @@ impl Management for Api {
             },
         )
         .await?;
-        let status = self
-            .read(|s| self.statuses(s, &name).remove(&name))
-            .await?
-            .ok_or_else(|| {
-                ApiError::from(ferry_meta::Rejection::NotFound { name: name.clone() })
-            })?;
+        let status = self.status_of(&name).await?;
         Ok(GrpcResponse::new(status))
     }
 
@@ -424,7 +426,7 @@ impl Management for Api {
     ) -> Reply<pb::ListTasksResponse> {
         let name = require_name(&req.get_ref().name)?.to_string();
         let tasks = self
-            .read(|s| {
+            .read_connector(&name, |s| {
                 let connector = s.connectors.get(&name)?;
                 let assignment = s.assignments.get(&name);
                 Some(
@@ -444,10 +446,7 @@ impl Management for Api {
                         .collect::<Vec<_>>(),
                 )
             })
-            .await?
-            .ok_or_else(|| {
-                ApiError::from(ferry_meta::Rejection::NotFound { name: name.clone() })
-            })?;
+            .await?;
         Ok(GrpcResponse::new(pb::ListTasksResponse { tasks }))
     }
 
@@ -471,15 +470,12 @@ impl Management for Api {
     ) -> Reply<pb::ConnectorOffsets> {
         let name = require_name(&req.get_ref().name)?.to_string();
         let offsets = self
-            .read(|s| {
+            .read_connector(&name, |s| {
                 s.connectors
                     .contains_key(&name)
                     .then(|| convert::offsets(s, &name))
             })
-            .await?
-            .ok_or_else(|| {
-                ApiError::from(ferry_meta::Rejection::NotFound { name: name.clone() })
-            })?;
+            .await?;
         Ok(GrpcResponse::new(offsets))
     }
 
