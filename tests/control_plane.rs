@@ -790,3 +790,84 @@ fn the_status_watch_streams_changes_from_any_node() {
     let _ = watch.wait();
     assert_eq!(seen, vec!["RUNNING", "PAUSED", "deleted"]);
 }
+
+#[test]
+fn static_peers_bootstrap_one_cluster_in_reverse_boot_order_and_a_learner_beyond_the_target() {
+    let mut cluster = Cluster::new(3, Settings::default());
+    // The initializer (node 1) boots last, well after the others.
+    cluster.start(3);
+    wait_for("node 3 to serve", BOOT, || cluster.status(3));
+    cluster.start(2);
+    wait_for("node 2 to serve", BOOT, || cluster.status(2));
+    let none = cluster.status(3).expect("status");
+    assert!(
+        none["leader_id"].is_null(),
+        "no cluster before the initializer boots: {none}"
+    );
+    cluster.start(1);
+    let leader = cluster.wait_leader(BOOT);
+    let id = wait_for("a cluster id", BOOT, || {
+        let cid = cluster_id(&cluster, leader);
+        (!cid.is_empty()).then_some(cid)
+    });
+    for node in 1..=3 {
+        wait_for("the same cluster id everywhere", BOOT, || {
+            (cluster_id(&cluster, node) == id).then_some(())
+        });
+    }
+    let inits: usize = (1..=3)
+        .map(|n| {
+            cluster
+                .log_text(n)
+                .matches("initializing the cluster")
+                .count()
+        })
+        .sum();
+    assert_eq!(inits, 1);
+    let plugins = cluster.json(2, &["plugins"]);
+    let classes: Vec<&str> = plugins
+        .as_array()
+        .expect("plugins")
+        .iter()
+        .filter_map(|p| p["class"].as_str())
+        .collect();
+    assert!(
+        classes.contains(&"org.apache.kafka.connect.file.FileStreamSinkConnector"),
+        "{plugins}"
+    );
+
+    // With 3 voters and target_voters = 3, a fourth node stays a learner and still serves.
+    cluster.configure_extra(4);
+    cluster.start(4);
+    let (api, raft) = (cluster.node(4).api.clone(), cluster.node(4).raft.clone());
+    let added = cluster.json(
+        2,
+        &[
+            "cluster",
+            "add-node",
+            "--id",
+            "4",
+            "--api-addr",
+            &api,
+            "--raft-addr",
+            &raft,
+        ],
+    );
+    let role = added["members"]
+        .as_array()
+        .expect("members")
+        .iter()
+        .find(|m| m["id"] == 4)
+        .map(|m| m["role"].clone());
+    assert_eq!(role, Some(Value::from("learner")), "{added}");
+    assert!(
+        cluster.create_sink(4, "via-learner").ok(),
+        "a learner forwards writes"
+    );
+    assert_eq!(
+        config_on(&cluster, 4, "via-learner")["topics"],
+        "test1",
+        "and reads linearizably"
+    );
+    assert_eq!(cluster_id(&cluster, 4), id);
+}

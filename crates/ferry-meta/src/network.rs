@@ -37,10 +37,14 @@ pub struct PeerClient {
     client: GrpcPeerClient<Channel>,
 }
 
-/// Why a peer call failed: the peer could not be reached, or it answered with an error.
+/// Why a peer call failed.
 #[derive(Debug)]
 pub enum CallError<E> {
+    /// The peer could not be reached, or did not answer in time.
     Transport(String),
+    /// The peer answered something that does not decode (a version mismatch or a bug).
+    Decode(String),
+    /// The peer answered with an error.
     Remote(E),
 }
 
@@ -85,7 +89,7 @@ impl PeerClient {
         T: DeserializeOwned,
         E: DeserializeOwned,
     {
-        let data = serde_json::to_vec(request).map_err(|e| CallError::Transport(e.to_string()))?;
+        let data = serde_json::to_vec(request).map_err(|e| CallError::Decode(e.to_string()))?;
         let mut req = tonic::Request::new(RaftPayload { data });
         req.set_timeout(timeout);
         let mut client = self.client.clone();
@@ -101,7 +105,7 @@ impl PeerClient {
             CallError::Transport(format!("{}: {}", status.code(), status.message()))
         })?;
         let decoded: Result<T, E> = serde_json::from_slice(&reply.into_inner().data)
-            .map_err(|e| CallError::Transport(format!("undecodable reply: {e}")))?;
+            .map_err(|e| CallError::Decode(format!("undecodable reply: {e}")))?;
         decoded.map_err(CallError::Remote)
     }
 
@@ -140,11 +144,11 @@ impl PeerClient {
             Err(CallError::Remote(e)) => Err(RPCError::RemoteError(RemoteError::new(self.node, e))),
             Err(CallError::Transport(reason)) => {
                 let error = std::io::Error::other(format!("{}: {reason}", self.addr));
-                if reason.contains("undecodable") {
-                    Err(RPCError::Network(NetworkError::new(&error)))
-                } else {
-                    Err(RPCError::Unreachable(Unreachable::new(&error)))
-                }
+                Err(RPCError::Unreachable(Unreachable::new(&error)))
+            }
+            Err(CallError::Decode(reason)) => {
+                let error = std::io::Error::other(format!("{}: {reason}", self.addr));
+                Err(RPCError::Network(NetworkError::new(&error)))
             }
         }
     }

@@ -181,14 +181,12 @@ impl MetaNode {
         proposal: &Proposal,
     ) -> Result<ProposalReply, ProposalError> {
         let client = self.leader_client(leader)?;
-        match client.propose(proposal, PEER_CALL_TIMEOUT).await {
-            Ok(reply) => Ok(reply),
-            Err(CallError::Remote(e)) => Err(e),
-            Err(CallError::Transport(reason)) => Err(ProposalError::Unavailable(format!(
-                "leader {leader} at {}: {reason}",
-                client.addr()
-            ))),
-        }
+        // Membership changes wait for the new node to catch up: give them the full deadline.
+        let timeout = match proposal {
+            Proposal::Write(_) => PEER_CALL_TIMEOUT,
+            _ => self.inner.deadline + PEER_CALL_TIMEOUT,
+        };
+        from_leader(&client, client.propose(proposal, timeout).await)
     }
 
     fn leader_client(&self, leader: NodeId) -> Result<PeerClient, ProposalError> {
@@ -220,10 +218,11 @@ impl MetaNode {
             } => {
                 self.ensure_leader()?;
                 info!(node = id, %node, "adding learner");
-                let mut reply = raft
-                    .add_learner(*id, node.clone(), true)
+                let added = raft
+                    .add_learner(*id, node.clone(), false)
                     .await
                     .map_err(write_error)?;
+                self.wait_caught_up(*id, added.log_id.index).await?;
                 let voters = {
                     let metrics = raft.metrics();
                     let m = metrics.borrow();
@@ -232,6 +231,7 @@ impl MetaNode {
                         .voter_ids()
                         .collect::<BTreeSet<_>>()
                 };
+                let mut log_index = added.log_id.index;
                 if !voters.contains(id) && voters.len() < *target_voters {
                     info!(
                         node = id,
@@ -239,14 +239,15 @@ impl MetaNode {
                         target_voters,
                         "promoting to voter"
                     );
-                    reply = raft
+                    let promoted = raft
                         .change_membership(ChangeMembers::AddVoterIds(BTreeSet::from([*id])), false)
                         .await
                         .map_err(write_error)?;
+                    log_index = promoted.log_id.index;
                 }
                 Ok(ProposalReply {
                     answer: Ok(Outcome::Done),
-                    log_index: reply.log_id.index,
+                    log_index,
                 })
             }
             Proposal::RemoveNode { id } => {
@@ -282,6 +283,33 @@ impl MetaNode {
                 })
             }
         }
+    }
+
+    /// On the leader: wait until a learner has replicated up to `index`, or say why not.
+    async fn wait_caught_up(&self, id: NodeId, index: u64) -> Result<(), ProposalError> {
+        let waited = self
+            .inner
+            .raft
+            .wait(Some(self.inner.deadline))
+            .metrics(
+                |m| {
+                    m.replication
+                        .as_ref()
+                        .and_then(|r| r.get(&id))
+                        .and_then(|matched| *matched)
+                        .is_some_and(|matched| matched.index >= index)
+                },
+                "learner caught up",
+            )
+            .await;
+        waited.map(|_| ()).map_err(|e| {
+            ProposalError::Refused(format!(
+                "node {id} was added as a learner but did not catch up within {} ms ({e}); \
+                 is ferryd running there, and is its raft_addr reachable from the leader? \
+                 Run add-node again once it is",
+                self.inner.deadline.as_millis()
+            ))
+        })
     }
 
     fn ensure_leader(&self) -> Result<(), ProposalError> {
@@ -345,14 +373,7 @@ impl MetaNode {
 
     async fn remote_read_index(&self, leader: NodeId) -> Result<ReadIndexReply, ProposalError> {
         let client = self.leader_client(leader)?;
-        match client.read_index(PEER_CALL_TIMEOUT).await {
-            Ok(reply) => Ok(reply),
-            Err(CallError::Remote(e)) => Err(e),
-            Err(CallError::Transport(reason)) => Err(ProposalError::Unavailable(format!(
-                "leader {leader} at {}: {reason}",
-                client.addr()
-            ))),
-        }
+        from_leader(&client, client.read_index(PEER_CALL_TIMEOUT).await)
     }
 
     /// What this node says about itself to a bootstrapping peer.
@@ -384,6 +405,19 @@ impl MetaNode {
             .await
             .map_err(|e| MetaError::Raft(format!("shutdown: {e}")))
     }
+}
+
+/// A leader's answer; failing to reach it is worth another try.
+fn from_leader<T>(
+    client: &PeerClient,
+    answer: Result<T, CallError<ProposalError>>,
+) -> Result<T, ProposalError> {
+    answer.map_err(|e| match e {
+        CallError::Remote(e) => e,
+        CallError::Transport(reason) | CallError::Decode(reason) => ProposalError::Unavailable(
+            format!("leader {} at {}: {reason}", client.node(), client.addr()),
+        ),
+    })
 }
 
 fn write_error(e: RaftError<NodeId, ClientWriteError<NodeId, FerryNode>>) -> ProposalError {
