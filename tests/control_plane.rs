@@ -3,7 +3,7 @@
 
 use std::time::{Duration, Instant};
 
-use ferry_tests::{say, wait_for, Cluster, Settings};
+use ferry_tests::{members, say, wait_for, Cluster, Settings};
 use serde_json::Value;
 
 const BOOT: Duration = Duration::from_secs(30);
@@ -270,38 +270,17 @@ fn a_wiped_node_never_starts_a_second_cluster_and_can_be_re_added() {
     let via = if leader == 1 { 2 } else { leader };
     cluster.cli(via, &["cluster", "remove-node", "--id", "1"]);
     let status = cluster.status(via).expect("status");
-    let members: Vec<u64> = status["members"]
-        .as_array()
-        .expect("members")
-        .iter()
-        .filter_map(|m| m["id"].as_u64())
-        .collect();
-    assert!(!members.contains(&1), "node 1 removed: {members:?}");
+    assert!(
+        !members(&status).contains_key(&1),
+        "node 1 removed: {status}"
+    );
     cluster.kill9(1);
     cluster.wipe(1);
     cluster.start(1);
-    let (api, raft) = (cluster.node(1).api.clone(), cluster.node(1).raft.clone());
     let via = cluster.wait_leader_among(&[2, 3], FAILOVER);
-    let added = cluster.json(
-        via,
-        &[
-            "cluster",
-            "add-node",
-            "--id",
-            "1",
-            "--api-addr",
-            &api,
-            "--raft-addr",
-            &raft,
-        ],
-    );
-    let role = added["members"]
-        .as_array()
-        .expect("members")
-        .iter()
-        .find(|m| m["id"] == 1)
-        .map(|m| m["role"].clone());
-    assert_eq!(role, Some(Value::from("voter")), "{added}");
+    let added = cluster.add_node(via, 1);
+    let role = members(&added).get(&1).cloned();
+    assert_eq!(role.as_deref(), Some("voter"), "{added}");
     wait_for("node 1 to serve the old data again", BOOT, || {
         let out = cluster.cli_on(&[1], &["-o", "json", "connectors", "config", "kept"]);
         (out.ok() && out.json()["topics"] == "test1").then_some(())
@@ -318,26 +297,11 @@ fn add_node_keeps_quorum_when_an_original_voter_dies_and_remove_node_leaves_a_he
     let (mut cluster, leader) = started(3, settings);
     cluster.configure_extra(4);
     cluster.start(4);
-    let (api, raft) = (cluster.node(4).api.clone(), cluster.node(4).raft.clone());
-    let added = cluster.json(
-        leader,
-        &[
-            "cluster",
-            "add-node",
-            "--id",
-            "4",
-            "--api-addr",
-            &api,
-            "--raft-addr",
-            &raft,
-        ],
-    );
-    let voters: Vec<u64> = added["members"]
-        .as_array()
-        .expect("members")
-        .iter()
-        .filter(|m| m["role"] == "voter")
-        .filter_map(|m| m["id"].as_u64())
+    let added = cluster.add_node(leader, 4);
+    let voters: Vec<u64> = members(&added)
+        .into_iter()
+        .filter(|(_, role)| role == "voter")
+        .map(|(id, _)| id)
         .collect();
     assert_eq!(
         voters,
@@ -367,14 +331,9 @@ fn add_node_keeps_quorum_when_an_original_voter_dies_and_remove_node_leaves_a_he
         new_leader,
         &["cluster", "remove-node", "--id", &leader.to_string()],
     );
-    let members: Vec<u64> = removed["members"]
-        .as_array()
-        .expect("members")
-        .iter()
-        .filter_map(|m| m["id"].as_u64())
-        .collect();
-    assert!(!members.contains(&leader), "{removed}");
-    assert_eq!(members.len(), 3);
+    let left = members(&removed);
+    assert!(!left.contains_key(&leader), "{removed}");
+    assert_eq!(left.len(), 3, "{removed}");
     let live: Vec<u64> = (1..=4).filter(|id| *id != leader).collect();
     for id in &live {
         let created = cluster.create_sink(*id, &format!("healthy-{id}"));
@@ -839,27 +798,9 @@ fn static_peers_bootstrap_one_cluster_in_reverse_boot_order_and_a_learner_beyond
     // With 3 voters and target_voters = 3, a fourth node stays a learner and still serves.
     cluster.configure_extra(4);
     cluster.start(4);
-    let (api, raft) = (cluster.node(4).api.clone(), cluster.node(4).raft.clone());
-    let added = cluster.json(
-        2,
-        &[
-            "cluster",
-            "add-node",
-            "--id",
-            "4",
-            "--api-addr",
-            &api,
-            "--raft-addr",
-            &raft,
-        ],
-    );
-    let role = added["members"]
-        .as_array()
-        .expect("members")
-        .iter()
-        .find(|m| m["id"] == 4)
-        .map(|m| m["role"].clone());
-    assert_eq!(role, Some(Value::from("learner")), "{added}");
+    let added = cluster.add_node(2, 4);
+    let role = members(&added).get(&4).cloned();
+    assert_eq!(role.as_deref(), Some("learner"), "{added}");
     assert!(
         cluster.create_sink(4, "via-learner").ok(),
         "a learner forwards writes"
@@ -870,4 +811,98 @@ fn static_peers_bootstrap_one_cluster_in_reverse_boot_order_and_a_learner_beyond
         "and reads linearizably"
     );
     assert_eq!(cluster_id(&cluster, 4), id);
+}
+
+#[test]
+fn secrets_are_never_returned_or_logged_even_at_trace_level() {
+    const SECRET: &str = "TopSecret42";
+    let settings = Settings {
+        log_filter: "debug,openraft=trace,h2=info,hyper=info,tower=info,sled=info".into(),
+        ..Settings::default()
+    };
+    let (mut cluster, leader) = started(3, settings);
+    let url = format!("sftp://ferry:{SECRET}@files.example/out.txt");
+    let file = cluster.connector_file(
+        "secretive",
+        &[
+            ("connector.class", "FileStreamSink"),
+            ("topics", "t"),
+            ("file", &url),
+        ],
+    );
+    let file = file.to_string_lossy().to_string();
+    let follower = follower_of(&cluster, leader);
+    let mut shown = Vec::new();
+    shown.push(
+        cluster
+            .cli(follower, &["connectors", "create", "-f", &file])
+            .stdout,
+    );
+    shown.push(
+        cluster
+            .cli(leader, &["connectors", "config", "secretive"])
+            .stdout,
+    );
+    let config = config_on(&cluster, follower, "secretive");
+    assert_eq!(
+        config["file"],
+        "sftp://ferry:[hidden]@files.example/out.txt"
+    );
+    shown.push(config.to_string());
+    shown.push(
+        cluster
+            .cli_on(
+                &[leader],
+                &["-o", "json", "connectors", "validate", "-f", &file],
+            )
+            .stdout,
+    );
+    // A rejected property holding a secret is named, never echoed.
+    let bad = cluster.connector_file(
+        "bad",
+        &[
+            ("connector.class", "FileStreamSink"),
+            ("topics", "t"),
+            ("file", "x"),
+            ("connection.password", SECRET),
+        ],
+    );
+    let refused = cluster.cli_on(
+        &[leader],
+        &["connectors", "create", "-f", &bad.to_string_lossy()],
+    );
+    assert_eq!(refused.code, Some(4));
+    assert!(
+        refused.stderr.contains("connection.password"),
+        "{refused:?}"
+    );
+    shown.push(refused.stderr);
+    shown.push(
+        cluster
+            .cli_on(
+                &[leader],
+                &[
+                    "-o",
+                    "json",
+                    "connectors",
+                    "validate",
+                    "-f",
+                    &bad.to_string_lossy(),
+                ],
+            )
+            .stdout,
+    );
+    // Replay through a restart, then look everywhere.
+    assert_eq!(cluster.stop(follower), Some(0));
+    cluster.start(follower);
+    cluster.wait_leader(FAILOVER);
+    assert_eq!(config_on(&cluster, follower, "secretive")["topics"], "t");
+    for text in &shown {
+        assert!(!text.contains(SECRET), "a secret was shown: {text}");
+    }
+    for id in 1..=3 {
+        let log = cluster.log_text(id);
+        assert!(log.contains("DEBUG"), "node {id} logged at debug level");
+        assert!(!log.contains(SECRET), "node {id} logged a secret");
+    }
 }

@@ -77,6 +77,8 @@ pub struct Settings {
     pub snapshot_logs: u64,
     pub logs_to_keep: u64,
     pub target_voters: usize,
+    /// `RUST_LOG` of the nodes.
+    pub log_filter: String,
 }
 
 impl Default for Settings {
@@ -88,6 +90,7 @@ impl Default for Settings {
             snapshot_logs: 5000,
             logs_to_keep: 1000,
             target_voters: 3,
+            log_filter: "info,openraft=warn".into(),
         }
     }
 }
@@ -233,6 +236,7 @@ impl Cluster {
     }
 
     pub fn start(&mut self, id: u64) {
+        let filter = self.settings.log_filter.clone();
         let node = self.nodes.get_mut(&id).expect("unknown node");
         assert!(node.child.is_none(), "node {id} is already running");
         node.starts += 1;
@@ -245,7 +249,7 @@ impl Cluster {
         let child = Command::new(bin("ferryd"))
             .arg("--config")
             .arg(&node.config)
-            .env("RUST_LOG", "info,openraft=warn")
+            .env("RUST_LOG", filter)
             .stdin(Stdio::null())
             .stdout(log)
             .stderr(err)
@@ -390,6 +394,25 @@ impl Cluster {
         )
     }
 
+    /// `ferry cluster add-node` of node `id` (configured here) through node `via`.
+    pub fn add_node(&self, via: u64, id: u64) -> Value {
+        let (api, raft) = (self.nodes[&id].api.clone(), self.nodes[&id].raft.clone());
+        let id = id.to_string();
+        self.json(
+            via,
+            &[
+                "cluster",
+                "add-node",
+                "--id",
+                &id,
+                "--api-addr",
+                &api,
+                "--raft-addr",
+                &raft,
+            ],
+        )
+    }
+
     /// Write a connector JSON file in the cluster dir and return its path.
     pub fn connector_file(&self, name: &str, config: &[(&str, &str)]) -> PathBuf {
         let config: serde_json::Map<String, Value> = config
@@ -484,4 +507,17 @@ fn uuid_like() -> String {
         std::process::id(),
         N.fetch_add(1, Ordering::Relaxed)
     )
+}
+
+/// The member ids in a cluster status, with their roles ("voter" or "learner").
+pub fn members(status: &Value) -> BTreeMap<u64, String> {
+    status["members"]
+        .as_array()
+        .map(|members| {
+            members
+                .iter()
+                .filter_map(|m| Some((m["id"].as_u64()?, m["role"].as_str()?.to_string())))
+                .collect()
+        })
+        .unwrap_or_default()
 }
