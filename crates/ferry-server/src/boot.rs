@@ -22,6 +22,7 @@ use tokio_stream::StreamExt;
 use tracing::{error, info, warn};
 
 use crate::api::Api;
+use crate::bootstrap::{decide, initializer, Decision};
 use crate::config::ClusterConfig;
 use crate::plugins::plugins;
 
@@ -129,70 +130,66 @@ async fn bootstrap(
         info!("this node belongs to a cluster already");
         return Ok(());
     }
-    let initializer = config.peers.iter().map(|p| p.id).min();
-    if initializer != Some(config.node_id) {
-        info!(
-            initializer,
-            "waiting for the peer with the lowest id to bootstrap the cluster, or for a leader to add this node"
-        );
-        return Ok(());
-    }
-    let others: Vec<_> = config
-        .peers
-        .iter()
-        .filter(|p| p.id != config.node_id)
-        .collect();
+    let peer_ids: Vec<u64> = config.peers.iter().map(|p| p.id).collect();
     let mut last_missing = Vec::new();
     loop {
         if node.raft().is_initialized().await? {
             info!("this node was added to a cluster");
             return Ok(());
         }
-        let mut missing = Vec::new();
-        for peer in &others {
+        let mut answers = Vec::new();
+        // Only the initializer needs its peers' answers.
+        let others = config
+            .peers
+            .iter()
+            .filter(|p| p.id != config.node_id && initializer(&peer_ids) == Some(config.node_id));
+        for peer in others {
             let client = node.peer(peer.id, &peer.raft_addr)?;
-            match client.probe(PROBE_TIMEOUT).await {
-                Ok(reply) if reply.initialized => {
-                    warn!(
-                        peer = peer.id,
-                        cluster_id = reply.cluster_id.as_deref().unwrap_or("unknown"),
-                        "a peer already belongs to a cluster: not bootstrapping a new one; waiting for its leader to bring this node back (or `ferry cluster add-node`)"
-                    );
-                    return Ok(());
-                }
-                Ok(_) => {}
-                Err(_) => missing.push(peer.id),
-            }
+            answers.push((peer.id, client.probe(PROBE_TIMEOUT).await.ok()));
         }
-        if missing.is_empty() {
-            let members: BTreeMap<u64, FerryNode> = config
-                .peers
-                .iter()
-                .map(|p| {
-                    (
-                        p.id,
-                        FerryNode {
+        match decide(config.node_id, &peer_ids, &answers) {
+            Decision::NotInitializer { initializer } => {
+                info!(
+                    initializer,
+                    "waiting for the peer with the lowest id to bootstrap the cluster, or for a leader to add this node"
+                );
+                return Ok(());
+            }
+            Decision::PeerInitialized { peer, cluster_id } => {
+                warn!(
+                    peer,
+                    cluster_id = cluster_id.as_deref().unwrap_or("unknown"),
+                    "a peer already belongs to a cluster: not bootstrapping a new one; waiting for its leader to bring this node back (or `ferry cluster add-node`)"
+                );
+                return Ok(());
+            }
+            Decision::Initialize => {
+                let members: BTreeMap<u64, FerryNode> = config
+                    .peers
+                    .iter()
+                    .map(|p| {
+                        let node = FerryNode {
                             api_addr: p.api_addr.clone(),
                             raft_addr: p.raft_addr.clone(),
-                        },
-                    )
-                })
-                .collect();
-            info!(voters = ?members.keys().collect::<Vec<_>>(), "every peer is reachable and new: initializing the cluster");
-            match node.raft().initialize(members).await {
-                Ok(()) => return Ok(()),
-                Err(e) => {
+                        };
+                        (p.id, node)
+                    })
+                    .collect();
+                info!(voters = ?peer_ids, "every peer is reachable and new: initializing the cluster");
+                if let Err(e) = node.raft().initialize(members).await {
                     warn!(error = %e, "initialize refused; this node already has Raft state");
-                    return Ok(());
+                }
+                return Ok(());
+            }
+            Decision::Retry { missing } => {
+                if missing != last_missing {
+                    info!(
+                        ?missing,
+                        "waiting for every static peer to be reachable before bootstrapping"
+                    );
+                    last_missing = missing;
                 }
             }
-        }
-        if missing != last_missing {
-            info!(
-                ?missing,
-                "waiting for every static peer to be reachable before bootstrapping"
-            );
-            last_missing = missing;
         }
         if !pause(&mut shutdown, Duration::from_millis(200)).await {
             return Ok(());

@@ -2,6 +2,7 @@
 
 mod api;
 mod boot;
+mod bootstrap;
 mod config;
 mod error;
 mod plugins;
