@@ -86,28 +86,32 @@ impl Servers {
         Ok(ManagementClient::new(endpoint.connect_lazy()))
     }
 
-    /// Run `call` against each server until one answers. A server that cannot be reached (or
-    /// has no leader) is skipped; any other answer is final. Writes carry their request id
-    /// into every attempt, so a retry applies once.
+    /// Run `call` against each server until one answers. A server that cannot be reached or
+    /// has no reachable leader is skipped, and the leader it names (if any) is tried too: the
+    /// CLI follows the leader. Any other answer is final. Writes carry their request id into
+    /// every attempt, so a retry applies once.
     pub async fn call<T, F, Fut>(&self, call: F) -> Result<T, Failure>
     where
         F: Fn(ManagementClient<Channel>) -> Fut,
         Fut: std::future::Future<Output = Result<tonic::Response<T>, Status>>,
     {
         let mut problems = Vec::new();
-        for addr in &self.addrs {
-            let client = Self::client(addr)?;
-            match call(client).await {
+        let mut addrs = self.addrs.clone();
+        let mut next = 0;
+        while let Some(addr) = addrs.get(next).cloned() {
+            next += 1;
+            let client = Self::client(&addr)?;
+            match call(client.clone()).await {
                 Ok(reply) => return Ok(reply.into_inner()),
-                Err(status)
-                    if matches!(
-                        status.code(),
-                        Code::Unavailable | Code::DeadlineExceeded | Code::Unknown
-                    ) =>
-                {
-                    problems.push(Failure::from_status(addr, &status).message);
+                Err(status) if retriable(&status) => {
+                    problems.push(Failure::from_status(&addr, &status).message);
+                    if let Some(leader) = leader_of(client).await {
+                        if !addrs.contains(&leader) {
+                            addrs.push(leader);
+                        }
+                    }
                 }
-                Err(status) => return Err(Failure::from_status(addr, &status)),
+                Err(status) => return Err(Failure::from_status(&addr, &status)),
             }
         }
         Err(Failure::new(
@@ -115,4 +119,19 @@ impl Servers {
             format!("no Ferry node answered ({})", problems.join("; ")),
         ))
     }
+}
+
+fn retriable(status: &Status) -> bool {
+    matches!(
+        status.code(),
+        Code::Unavailable | Code::DeadlineExceeded | Code::Unknown
+    )
+}
+
+/// The leader's management address as a node knows it (a local, quick read).
+async fn leader_of(mut client: ManagementClient<Channel>) -> Option<String> {
+    let mut request = tonic::Request::new(ferry_proto::management::Empty {});
+    request.set_timeout(CONNECT_TIMEOUT);
+    let status = client.cluster_status(request).await.ok()?.into_inner();
+    (!status.leader_api_addr.is_empty()).then_some(status.leader_api_addr)
 }
