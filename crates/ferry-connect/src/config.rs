@@ -181,7 +181,61 @@ pub fn connector_common() -> ConfigDef {
         )
         .default("1")
         .validator(positive),
+        ConfigKey::new(
+            "key.converter",
+            ConfigType::Class,
+            Importance::Low,
+            "Converter of record keys between Kafka bytes and Connect data: StringConverter or \
+             ByteArrayConverter (Kafka Connect's class names or short names).",
+        )
+        .default(crate::converter::DEFAULT_CONVERTER)
+        .validator(known_converter),
+        ConfigKey::new(
+            "value.converter",
+            ConfigType::Class,
+            Importance::Low,
+            "Converter of record values between Kafka bytes and Connect data: StringConverter or \
+             ByteArrayConverter.",
+        )
+        .default(crate::converter::DEFAULT_CONVERTER)
+        .validator(known_converter),
+        ConfigKey::new(
+            "key.converter.encoding",
+            ConfigType::String,
+            Importance::Low,
+            "StringConverter's character encoding of keys; only UTF-8.",
+        )
+        .validator(utf8_only),
+        ConfigKey::new(
+            "value.converter.encoding",
+            ConfigType::String,
+            Importance::Low,
+            "StringConverter's character encoding of values; only UTF-8.",
+        )
+        .validator(utf8_only),
     ]
+}
+
+fn known_converter(value: &str) -> Result<(), String> {
+    if crate::converter::is_converter(value.trim()) {
+        Ok(())
+    } else {
+        let known: Vec<&str> = crate::converter::CONVERTERS
+            .iter()
+            .map(|(c, _)| *c)
+            .collect();
+        Err(format!(
+            "converter {value:?} is not supported by Ferry (yet); use one of {}",
+            known.join(", ")
+        ))
+    }
+}
+
+fn utf8_only(value: &str) -> Result<(), String> {
+    match value.trim().to_ascii_uppercase().replace('-', "").as_str() {
+        "UTF8" => Ok(()),
+        _ => Err(format!("encoding {value:?} is not supported; only UTF-8")),
+    }
 }
 
 /// The properties every sink connector has (Kafka Connect's `SinkConnectorConfig`).
@@ -207,4 +261,31 @@ fn valid_regex(value: &str) -> Result<(), String> {
     regex::Regex::new(value)
         .map(|_| ())
         .map_err(|e| format!("not a valid regular expression: {e}"))
+}
+
+/// A required property of a (validated) config; the error names it.
+pub fn required<'a>(
+    props: &'a std::collections::BTreeMap<String, String>,
+    key: &str,
+) -> crate::Result<&'a str> {
+    props
+        .get(key)
+        .map(String::as_str)
+        .filter(|v| !v.trim().is_empty())
+        .ok_or_else(|| crate::ConnectError::fatal(format!("missing required property {key}")))
+}
+
+/// A property parsed as `T`, or `default` when absent; the error names the property.
+pub fn parsed<T: std::str::FromStr>(
+    props: &std::collections::BTreeMap<String, String>,
+    key: &str,
+    default: T,
+) -> crate::Result<T> {
+    match props.get(key) {
+        None => Ok(default),
+        Some(v) => v
+            .trim()
+            .parse()
+            .map_err(|_| crate::ConnectError::fatal(format!("property {key}: cannot parse {v:?}"))),
+    }
 }

@@ -1,10 +1,21 @@
-//! The Connect model shared by the runtime and the plugins. For now: typed config definitions,
-//! plugin descriptions, and validation of a connector config against them.
+//! The Connect model shared by the runtime and the plugins: Kafka Connect's data API (schemas,
+//! values, structs), records, the connector and task contracts, converters, typed config
+//! definitions and their validation, and plugin descriptions.
 
 pub mod config;
+pub mod converter;
+pub mod data;
+pub mod error;
 pub mod plugin;
+pub mod record;
+pub mod task;
 pub mod validate;
 
 pub use config::{ConfigDef, ConfigKey, ConfigType, Importance, Support};
+pub use converter::Converter;
+pub use data::{Schema, SchemaAndValue, SchemaType, Struct, Value};
+pub use error::{ConnectError, Result, Retry, Stage};
 pub use plugin::{PluginDesc, PluginKind};
+pub use record::{Header, SinkRecord, SourceRecord, TopicPartition};
+pub use task::{Connector, SinkTask, SinkTaskContext, SourceTask, SourceTaskContext};
 pub use validate::{validate, FieldResult, Validation};

@@ -3,6 +3,8 @@
 use std::collections::BTreeMap;
 
 use crate::config::ConfigDef;
+use crate::error::Result;
+use crate::task::{Connector, Props, SinkTask, SourceTask};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum PluginKind {
@@ -22,14 +24,23 @@ impl PluginKind {
 /// A cross-property check: (field, error) pairs.
 pub type ConfigCheck = fn(&BTreeMap<String, String>) -> Vec<(String, String)>;
 
+/// How a plugin's tasks are built from their task configs.
+#[derive(Clone, Copy, Debug)]
+pub enum TaskFactory {
+    Sink(fn(&Props) -> Result<Box<dyn SinkTask>>),
+    Source(fn(&Props) -> Result<Box<dyn SourceTask>>),
+}
+
 /// A connector plugin: its class name (Kafka Connect's, so existing configs keep working), the
-/// short aliases Kafka Connect accepts, and its config definition.
+/// short aliases Kafka Connect accepts, its config definition, and how to build it.
 #[derive(Clone, Debug)]
 pub struct PluginDesc {
     pub class: &'static str,
     pub aliases: &'static [&'static str],
-    pub kind: PluginKind,
     pub version: &'static str,
+    /// Build the connector from its (validated) config.
+    pub connector: fn(&Props) -> Result<Box<dyn Connector>>,
+    pub tasks: TaskFactory,
     /// The plugin's own properties (the common connector and sink ones are added by
     /// validation).
     pub config: fn() -> ConfigDef,
@@ -38,6 +49,13 @@ pub struct PluginDesc {
 }
 
 impl PluginDesc {
+    pub fn kind(&self) -> PluginKind {
+        match self.tasks {
+            TaskFactory::Sink(_) => PluginKind::Sink,
+            TaskFactory::Source(_) => PluginKind::Source,
+        }
+    }
+
     /// Whether `name` is this plugin's class or one of its aliases.
     pub fn matches(&self, name: &str) -> bool {
         self.class == name || self.aliases.contains(&name)

@@ -70,7 +70,7 @@ impl Validation {
 /// The full definition of a plugin: common connector properties, sink ones for sinks, its own.
 pub fn definition(plugin: &PluginDesc) -> ConfigDef {
     let mut def = connector_common();
-    if plugin.kind == PluginKind::Sink {
+    if plugin.kind() == PluginKind::Sink {
         def.extend(sink_common());
     }
     def.extend((plugin.config)());
@@ -87,7 +87,7 @@ pub fn validate(plugins: &[PluginDesc], config: &BTreeMap<String, String>) -> Va
     };
     let mut validation = Validation {
         class: plugin.map(|p| p.class),
-        kind: plugin.map(|p| p.kind),
+        kind: plugin.map(|p| p.kind()),
         fields: def
             .iter()
             .map(|key| check_key(key, config.get(key.name)))
@@ -116,7 +116,7 @@ pub fn validate(plugins: &[PluginDesc], config: &BTreeMap<String, String>) -> Va
         }
     }
     if let Some(plugin) = plugin {
-        if plugin.kind == PluginKind::Sink {
+        if plugin.kind() == PluginKind::Sink {
             check_topics(config, &mut validation);
         }
         if let Some(check) = plugin.check {
@@ -191,8 +191,11 @@ mod tests {
         vec![PluginDesc {
             class: "org.example.TestSink",
             aliases: &["TestSink"],
-            kind: PluginKind::Sink,
             version: "1",
+            connector: |_| Err(crate::ConnectError::fatal("not built in validation tests")),
+            tasks: crate::plugin::TaskFactory::Sink(|_| {
+                Err(crate::ConnectError::fatal("not built in validation tests"))
+            }),
             config: || {
                 vec![
                     ConfigKey::new("file", ConfigType::String, Importance::High, "x").required(),

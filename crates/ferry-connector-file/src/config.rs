@@ -3,19 +3,62 @@
 
 use std::collections::BTreeMap;
 
-use ferry_connect::config::{non_empty, positive};
-use ferry_connect::{ConfigDef, ConfigKey, ConfigType, Importance, PluginDesc, PluginKind};
+use ferry_connect::config::{non_empty, parsed, positive, required};
+use ferry_connect::plugin::TaskFactory;
+use ferry_connect::task::Props;
+use ferry_connect::{ConfigDef, ConfigKey, ConfigType, Importance, PluginDesc, Result};
+
+use crate::sink::{FileSinkConnector, FileSinkTask};
+use crate::source::{FileSourceConnector, FileSourceTask};
 
 pub const SINK_CLASS: &str = "org.apache.kafka.connect.file.FileStreamSinkConnector";
 pub const SOURCE_CLASS: &str = "org.apache.kafka.connect.file.FileStreamSourceConnector";
 const VERSION: &str = env!("CARGO_PKG_VERSION");
 
+/// Kafka Connect's source partition and offset keys of FileStreamSource.
+pub const FILENAME_FIELD: &str = "filename";
+pub const POSITION_FIELD: &str = "position";
+
+/// FileStreamSink's parsed config.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FileSinkConfig {
+    /// Relative paths resolve in the worker's working directory.
+    pub file: String,
+}
+
+impl FileSinkConfig {
+    pub fn parse(props: &Props) -> Result<Self> {
+        Ok(FileSinkConfig {
+            file: required(props, "file")?.to_string(),
+        })
+    }
+}
+
+/// FileStreamSource's parsed config.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FileSourceConfig {
+    pub file: String,
+    pub topic: String,
+    pub batch_size: usize,
+}
+
+impl FileSourceConfig {
+    pub fn parse(props: &Props) -> Result<Self> {
+        Ok(FileSourceConfig {
+            file: required(props, "file")?.to_string(),
+            topic: required(props, "topic")?.trim().to_string(),
+            batch_size: parsed(props, "batch.size", 2000usize)?.max(1),
+        })
+    }
+}
+
 pub fn sink_plugin() -> PluginDesc {
     PluginDesc {
         class: SINK_CLASS,
         aliases: &["FileStreamSink", "FileStreamSinkConnector"],
-        kind: PluginKind::Sink,
         version: VERSION,
+        connector: FileSinkConnector::build,
+        tasks: TaskFactory::Sink(FileSinkTask::build),
         config: sink_config,
         check: None,
     }
@@ -25,8 +68,9 @@ pub fn source_plugin() -> PluginDesc {
     PluginDesc {
         class: SOURCE_CLASS,
         aliases: &["FileStreamSource", "FileStreamSourceConnector"],
-        kind: PluginKind::Source,
         version: VERSION,
+        connector: FileSourceConnector::build,
+        tasks: TaskFactory::Source(FileSourceTask::build),
         config: source_config,
         check: Some(check_source),
     }

@@ -75,7 +75,7 @@ pub fn status_info(
 pub fn plugin_info(plugin: &PluginDesc) -> pb::PluginInfo {
     pb::PluginInfo {
         class: plugin.class.to_string(),
-        r#type: plugin.kind.as_str().to_string(),
+        r#type: plugin.kind().as_str().to_string(),
         version: plugin.version.to_string(),
         aliases: plugin.aliases.iter().map(|a| a.to_string()).collect(),
     }

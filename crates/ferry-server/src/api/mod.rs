@@ -67,7 +67,7 @@ impl Api {
 
     fn kind_of(&self, config: &ConfigMap) -> Option<PluginKind> {
         let class = config.get("connector.class")?;
-        ferry_connect::plugin::find(&self.plugins, class).map(|p| p.kind)
+        ferry_connect::plugin::find(&self.plugins, class).map(|p| p.kind())
     }
 
     /// Write a command through the leader; the state machine's rejection becomes an error.

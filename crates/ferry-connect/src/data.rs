@@ -1,0 +1,435 @@
+//! Kafka Connect's data API: schemas, values and structs, with the logical type names Kafka
+//! Connect uses, so that converters and connectors agree with existing deployments.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::sync::Arc;
+
+use crate::error::{ConnectError, Result};
+
+/// Logical type names (schema names) of Kafka Connect.
+pub mod logical {
+    pub const DECIMAL: &str = "org.apache.kafka.connect.data.Decimal";
+    pub const DECIMAL_SCALE: &str = "scale";
+    pub const DATE: &str = "org.apache.kafka.connect.data.Date";
+    pub const TIME: &str = "org.apache.kafka.connect.data.Time";
+    pub const TIMESTAMP: &str = "org.apache.kafka.connect.data.Timestamp";
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum SchemaType {
+    Int8,
+    Int16,
+    Int32,
+    Int64,
+    Float32,
+    Float64,
+    Boolean,
+    String,
+    Bytes,
+    Array,
+    Map,
+    Struct,
+}
+
+impl SchemaType {
+    /// Kafka Connect's name of the type (`Schema.Type.getName()`).
+    pub fn name(self) -> &'static str {
+        match self {
+            SchemaType::Int8 => "int8",
+            SchemaType::Int16 => "int16",
+            SchemaType::Int32 => "int32",
+            SchemaType::Int64 => "int64",
+            SchemaType::Float32 => "float32",
+            SchemaType::Float64 => "float64",
+            SchemaType::Boolean => "boolean",
+            SchemaType::String => "string",
+            SchemaType::Bytes => "bytes",
+            SchemaType::Array => "array",
+            SchemaType::Map => "map",
+            SchemaType::Struct => "struct",
+        }
+    }
+}
+
+/// A schema. Shared (`Arc`) between records, as Kafka Connect shares schema instances.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Schema {
+    pub ty: SchemaType,
+    pub optional: bool,
+    pub default: Option<Value>,
+    pub name: Option<String>,
+    pub version: Option<i32>,
+    pub doc: Option<String>,
+    pub parameters: BTreeMap<String, String>,
+    /// Struct fields, in order.
+    pub fields: Vec<Field>,
+    /// Map keys.
+    pub key_schema: Option<Arc<Schema>>,
+    /// Map values and array elements.
+    pub value_schema: Option<Arc<Schema>>,
+}
+
+/// A field of a struct schema.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Field {
+    pub name: String,
+    pub index: usize,
+    pub schema: Arc<Schema>,
+}
+
+impl Schema {
+    /// A required schema of a primitive type.
+    pub fn of(ty: SchemaType) -> Self {
+        Schema {
+            ty,
+            optional: false,
+            default: None,
+            name: None,
+            version: None,
+            doc: None,
+            parameters: BTreeMap::new(),
+            fields: Vec::new(),
+            key_schema: None,
+            value_schema: None,
+        }
+    }
+
+    pub fn optional(mut self) -> Self {
+        self.optional = true;
+        self
+    }
+
+    pub fn named(mut self, name: impl Into<String>) -> Self {
+        self.name = Some(name.into());
+        self
+    }
+
+    pub fn parameter(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
+        self.parameters.insert(key.into(), value.into());
+        self
+    }
+
+    pub fn array(elements: Schema) -> Self {
+        Schema {
+            value_schema: Some(Arc::new(elements)),
+            ..Schema::of(SchemaType::Array)
+        }
+    }
+
+    pub fn map(keys: Schema, values: Schema) -> Self {
+        Schema {
+            key_schema: Some(Arc::new(keys)),
+            value_schema: Some(Arc::new(values)),
+            ..Schema::of(SchemaType::Map)
+        }
+    }
+
+    /// A struct schema with these fields, in order.
+    pub fn structure(fields: Vec<(&str, Schema)>) -> Self {
+        Schema {
+            fields: fields
+                .into_iter()
+                .enumerate()
+                .map(|(index, (name, schema))| Field {
+                    name: name.to_string(),
+                    index,
+                    schema: Arc::new(schema),
+                })
+                .collect(),
+            ..Schema::of(SchemaType::Struct)
+        }
+    }
+
+    pub fn field(&self, name: &str) -> Option<&Field> {
+        self.fields.iter().find(|f| f.name == name)
+    }
+
+    /// The shared optional string schema (`Schema.OPTIONAL_STRING_SCHEMA`).
+    pub fn optional_string() -> Arc<Schema> {
+        Arc::new(Schema::of(SchemaType::String).optional())
+    }
+
+    /// The shared optional bytes schema (`Schema.OPTIONAL_BYTES_SCHEMA`).
+    pub fn optional_bytes() -> Arc<Schema> {
+        Arc::new(Schema::of(SchemaType::Bytes).optional())
+    }
+
+    /// Check that `value` fits this schema (Kafka Connect's `ConnectSchema.validateValue`).
+    pub fn validate(&self, value: &Value) -> Result<()> {
+        let mismatch = || {
+            ConnectError::data(format!(
+                "invalid value: a {} does not fit schema type {}{}",
+                value.kind(),
+                self.ty.name(),
+                self.name
+                    .as_ref()
+                    .map(|n| format!(" ({n})"))
+                    .unwrap_or_default()
+            ))
+        };
+        match (self.ty, value) {
+            (_, Value::Null) if self.optional || self.default.is_some() => Ok(()),
+            (_, Value::Null) => Err(ConnectError::data(format!(
+                "invalid value: null for a required {} schema",
+                self.ty.name()
+            ))),
+            (SchemaType::Int8, Value::Int8(_))
+            | (SchemaType::Int16, Value::Int16(_))
+            | (SchemaType::Int32, Value::Int32(_))
+            | (SchemaType::Int64, Value::Int64(_))
+            | (SchemaType::Float32, Value::Float32(_))
+            | (SchemaType::Float64, Value::Float64(_))
+            | (SchemaType::Boolean, Value::Boolean(_))
+            | (SchemaType::String, Value::String(_))
+            | (SchemaType::Bytes, Value::Bytes(_)) => Ok(()),
+            (SchemaType::Array, Value::Array(items)) => match &self.value_schema {
+                Some(element) => items.iter().try_for_each(|v| element.validate(v)),
+                None => Err(mismatch()),
+            },
+            (SchemaType::Map, Value::Map(entries)) => {
+                match (&self.key_schema, &self.value_schema) {
+                    (Some(k), Some(v)) => entries.iter().try_for_each(|(key, value)| {
+                        k.validate(key).and_then(|_| v.validate(value))
+                    }),
+                    _ => Err(mismatch()),
+                }
+            }
+            (SchemaType::Struct, Value::Struct(s)) if s.schema.as_ref() == self => Ok(()),
+            (SchemaType::Struct, Value::Struct(_)) => Err(ConnectError::data(
+                "invalid value: a struct with a different schema",
+            )),
+            _ => Err(mismatch()),
+        }
+    }
+}
+
+/// A Connect value.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Value {
+    Null,
+    Int8(i8),
+    Int16(i16),
+    Int32(i32),
+    Int64(i64),
+    Float32(f32),
+    Float64(f64),
+    Boolean(bool),
+    String(String),
+    Bytes(Vec<u8>),
+    Array(Vec<Value>),
+    /// Entries in order (keys may be any value, as in Kafka Connect).
+    Map(Vec<(Value, Value)>),
+    Struct(Struct),
+}
+
+impl Value {
+    /// What kind of value this is, for error messages.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Value::Null => "null",
+            Value::Int8(_) => "int8",
+            Value::Int16(_) => "int16",
+            Value::Int32(_) => "int32",
+            Value::Int64(_) => "int64",
+            Value::Float32(_) => "float32",
+            Value::Float64(_) => "float64",
+            Value::Boolean(_) => "boolean",
+            Value::String(_) => "string",
+            Value::Bytes(_) => "bytes",
+            Value::Array(_) => "array",
+            Value::Map(_) => "map",
+            Value::Struct(_) => "struct",
+        }
+    }
+
+    pub fn is_null(&self) -> bool {
+        matches!(self, Value::Null)
+    }
+}
+
+/// Rendered as Kafka Connect's `toString()` renders it (what FileStreamSink writes).
+impl fmt::Display for Value {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Value::Null => f.write_str("null"),
+            Value::Int8(v) => write!(f, "{v}"),
+            Value::Int16(v) => write!(f, "{v}"),
+            Value::Int32(v) => write!(f, "{v}"),
+            Value::Int64(v) => write!(f, "{v}"),
+            Value::Float32(v) => write!(f, "{v}"),
+            Value::Float64(v) => write!(f, "{v}"),
+            Value::Boolean(v) => write!(f, "{v}"),
+            Value::String(v) => f.write_str(v),
+            Value::Bytes(v) => f.write_str(&String::from_utf8_lossy(v)),
+            Value::Array(items) => {
+                f.write_str("[")?;
+                for (i, item) in items.iter().enumerate() {
+                    if i > 0 {
+                        f.write_str(", ")?;
+                    }
+                    write!(f, "{item}")?;
+                }
+                f.write_str("]")
+            }
+            Value::Map(entries) => {
+                f.write_str("{")?;
+                for (i, (k, v)) in entries.iter().enumerate() {
+                    if i > 0 {
+                        f.write_str(", ")?;
+                    }
+                    write!(f, "{k}={v}")?;
+                }
+                f.write_str("}")
+            }
+            Value::Struct(s) => write!(f, "{s}"),
+        }
+    }
+}
+
+/// A struct value: a schema and one value per field.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Struct {
+    pub schema: Arc<Schema>,
+    values: Vec<Value>,
+}
+
+impl Struct {
+    /// An empty struct (every field null) of a struct schema.
+    pub fn new(schema: Arc<Schema>) -> Result<Self> {
+        if schema.ty != SchemaType::Struct {
+            return Err(ConnectError::data(format!(
+                "a struct needs a struct schema, not {}",
+                schema.ty.name()
+            )));
+        }
+        let values = vec![Value::Null; schema.fields.len()];
+        Ok(Struct { schema, values })
+    }
+
+    /// Set a field, checking the value against the field's schema.
+    pub fn put(&mut self, field: &str, value: Value) -> Result<&mut Self> {
+        let f = self
+            .schema
+            .field(field)
+            .ok_or_else(|| ConnectError::data(format!("{field} is not a valid field name")))?;
+        f.schema
+            .validate(&value)
+            .map_err(|e| ConnectError::data(format!("field {field}: {e}")))?;
+        let index = f.index;
+        self.values[index] = value;
+        Ok(self)
+    }
+
+    pub fn get(&self, field: &str) -> Option<&Value> {
+        let f = self.schema.field(field)?;
+        match &self.values[f.index] {
+            Value::Null => f.schema.default.as_ref().or(Some(&Value::Null)),
+            v => Some(v),
+        }
+    }
+
+    /// Check that every required field has a value.
+    pub fn validate(&self) -> Result<()> {
+        for f in &self.schema.fields {
+            f.schema
+                .validate(&self.values[f.index])
+                .map_err(|e| ConnectError::data(format!("field {}: {e}", f.name)))?;
+        }
+        Ok(())
+    }
+}
+
+impl fmt::Display for Struct {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Struct{")?;
+        let mut first = true;
+        for field in &self.schema.fields {
+            let value = &self.values[field.index];
+            if value.is_null() {
+                continue;
+            }
+            if !first {
+                f.write_str(",")?;
+            }
+            first = false;
+            write!(f, "{}={value}", field.name)?;
+        }
+        f.write_str("}")
+    }
+}
+
+/// A schema (absent for schemaless data) and a value.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SchemaAndValue {
+    pub schema: Option<Arc<Schema>>,
+    pub value: Value,
+}
+
+impl SchemaAndValue {
+    pub fn null() -> Self {
+        SchemaAndValue {
+            schema: None,
+            value: Value::Null,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn person() -> Arc<Schema> {
+        Arc::new(
+            Schema::structure(vec![
+                ("id", Schema::of(SchemaType::Int32)),
+                ("name", Schema::of(SchemaType::String).optional()),
+                ("tags", Schema::array(Schema::of(SchemaType::String))),
+            ])
+            .named("example.Person"),
+        )
+    }
+
+    #[test]
+    fn structs_check_their_fields() {
+        let mut s = Struct::new(person()).expect("struct schema");
+        s.put("id", Value::Int32(7)).expect("int32 fits");
+        assert!(s.put("id", Value::String("x".into())).is_err());
+        assert!(s.put("missing", Value::Int32(1)).is_err());
+        assert!(s.validate().is_err(), "tags is required");
+        s.put("tags", Value::Array(vec![Value::String("a".into())]))
+            .expect("array of strings");
+        s.validate().expect("complete");
+        assert_eq!(s.get("name"), Some(&Value::Null));
+        assert_eq!(s.to_string(), "Struct{id=7,tags=[a]}");
+    }
+
+    #[test]
+    fn values_validate_against_schemas() {
+        let cases = [
+            (Schema::of(SchemaType::Int64), Value::Int64(1), true),
+            (Schema::of(SchemaType::Int64), Value::Int32(1), false),
+            (Schema::of(SchemaType::String), Value::Null, false),
+            (Schema::of(SchemaType::String).optional(), Value::Null, true),
+            (
+                Schema::map(
+                    Schema::of(SchemaType::String),
+                    Schema::of(SchemaType::Int32),
+                ),
+                Value::Map(vec![(Value::String("k".into()), Value::Int32(1))]),
+                true,
+            ),
+            (
+                Schema::map(
+                    Schema::of(SchemaType::String),
+                    Schema::of(SchemaType::Int32),
+                ),
+                Value::Map(vec![(Value::Int32(1), Value::Int32(1))]),
+                false,
+            ),
+        ];
+        for (schema, value, ok) in cases {
+            assert_eq!(schema.validate(&value).is_ok(), ok, "{schema:?} {value:?}");
+        }
+    }
+}

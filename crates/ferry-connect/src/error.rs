@@ -1,0 +1,108 @@
+//! Errors of connectors and converters. Each carries whether retrying may help, so that the
+//! runtime can choose between retrying, the dead letter queue and failing the task.
+
+/// Which stage of a record's way an error arose in (Kafka Connect's `Stage`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Stage {
+    KeyConverter,
+    ValueConverter,
+    HeaderConverter,
+    Transformation,
+    TaskPut,
+    TaskPoll,
+    KafkaProduce,
+    KafkaConsume,
+}
+
+impl Stage {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Stage::KeyConverter => "KEY_CONVERTER",
+            Stage::ValueConverter => "VALUE_CONVERTER",
+            Stage::HeaderConverter => "HEADER_CONVERTER",
+            Stage::Transformation => "TRANSFORMATION",
+            Stage::TaskPut => "TASK_PUT",
+            Stage::TaskPoll => "TASK_POLL",
+            Stage::KafkaProduce => "KAFKA_PRODUCE",
+            Stage::KafkaConsume => "KAFKA_CONSUME",
+        }
+    }
+}
+
+/// Whether an error is worth retrying.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Retry {
+    /// Transient (a timeout, a lost connection): retry within `errors.retry.timeout`.
+    Retriable,
+    /// Retrying will not help (bad data, a bad config, a refused write).
+    Fatal,
+}
+
+#[derive(Debug, thiserror::Error)]
+#[error("{message}")]
+pub struct ConnectError {
+    pub retry: Retry,
+    /// Kafka Connect's exception class, for status traces and DLQ headers
+    /// (e.g. `org.apache.kafka.connect.errors.DataException`).
+    pub class: &'static str,
+    pub message: String,
+    #[source]
+    pub source: Option<Box<dyn std::error::Error + Send + Sync>>,
+}
+
+impl ConnectError {
+    /// Bad data (a value that does not fit, undecodable bytes): not retriable.
+    pub fn data(message: impl Into<String>) -> Self {
+        ConnectError {
+            retry: Retry::Fatal,
+            class: "org.apache.kafka.connect.errors.DataException",
+            message: message.into(),
+            source: None,
+        }
+    }
+
+    /// A failure that retrying will not fix.
+    pub fn fatal(message: impl Into<String>) -> Self {
+        ConnectError {
+            retry: Retry::Fatal,
+            class: "org.apache.kafka.connect.errors.ConnectException",
+            message: message.into(),
+            source: None,
+        }
+    }
+
+    /// A transient failure.
+    pub fn retriable(message: impl Into<String>) -> Self {
+        ConnectError {
+            retry: Retry::Retriable,
+            class: "org.apache.kafka.connect.errors.RetriableException",
+            message: message.into(),
+            source: None,
+        }
+    }
+
+    /// An I/O error, classified by its kind: interruptions and timeouts are retriable.
+    pub fn io(what: impl Into<String>, e: std::io::Error) -> Self {
+        use std::io::ErrorKind::*;
+        let retry = match e.kind() {
+            Interrupted | TimedOut | WouldBlock | ConnectionReset | ConnectionAborted
+            | ConnectionRefused | NotConnected | BrokenPipe => Retry::Retriable,
+            _ => Retry::Fatal,
+        };
+        ConnectError {
+            retry,
+            class: match retry {
+                Retry::Retriable => "org.apache.kafka.connect.errors.RetriableException",
+                Retry::Fatal => "org.apache.kafka.connect.errors.ConnectException",
+            },
+            message: format!("{}: {e}", what.into()),
+            source: Some(Box::new(e)),
+        }
+    }
+
+    pub fn is_retriable(&self) -> bool {
+        self.retry == Retry::Retriable
+    }
+}
+
+pub type Result<T, E = ConnectError> = std::result::Result<T, E>;

@@ -1,0 +1,130 @@
+//! The contracts between the runtime and a connector: `Connector`, `SinkTask`, `SourceTask`,
+//! the errant-record reporter, and the commit interface of exactly-once sinks.
+//!
+//! Error contract: an `Err` from a task method is classified by [`ConnectError::retry`]. A
+//! retriable error is retried by the runtime (with the same records, within
+//! `errors.retry.timeout`); any other error fails the task (status FAILED with the trace) unless
+//! the records it names were reported through the [`ErrantRecordReporter`]. After `stop` no other
+//! method is called.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+
+use async_trait::async_trait;
+
+use crate::error::{ConnectError, Result};
+use crate::record::{SinkRecord, SourceMap, SourceRecord, TopicPartition};
+
+/// A connector's own config map.
+pub type Props = BTreeMap<String, String>;
+
+/// A connector instance: it splits its work into task configs.
+pub trait Connector: Send + Sync {
+    /// Configs for at most `max_tasks` tasks (Kafka Connect's `taskConfigs(maxTasks)`).
+    fn task_configs(&self, max_tasks: usize) -> Result<Vec<Props>>;
+}
+
+/// Where a sink task reports records that failed on their own (Kafka Connect's
+/// `ErrantRecordReporter`): they go to the dead letter queue or the log, as configured, and
+/// the task carries on.
+#[async_trait]
+pub trait ErrantRecordReporter: Send + Sync {
+    async fn report(&self, record: &SinkRecord, error: &ConnectError) -> Result<()>;
+}
+
+/// One atomic commit of an exactly-once sink for one partition: "at generation G, starting at
+/// offset `start`, the data up to `next` is durable; record `payload` with it". Accepted only if
+/// the task's generation is current and `start` equals the recorded next offset, so that a
+/// retry after an unknown outcome cannot apply twice.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SinkCommit {
+    pub partition: TopicPartition,
+    pub start: i64,
+    pub next: i64,
+    /// What the sink needs recorded with the offsets (e.g. temporary → final file names).
+    pub payload: BTreeMap<String, String>,
+}
+
+/// What became of a [`SinkCommit`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum CommitOutcome {
+    Committed,
+    /// The task's generation is stale: another owner has the partition. Stop writing.
+    Fenced,
+    /// `start` did not match; the recorded next offset is given. Nothing was changed.
+    Conflict {
+        recorded: Option<i64>,
+    },
+}
+
+/// The commit interface of exactly-once sinks; the worker implements it over the control plane.
+#[async_trait]
+pub trait SinkCommitter: Send + Sync {
+    async fn commit(&self, commit: SinkCommit) -> Result<CommitOutcome>;
+    /// The next offset recorded for a partition.
+    async fn committed(&self, partition: &TopicPartition) -> Result<Option<i64>>;
+}
+
+/// What a sink task is given when it starts.
+#[derive(Clone)]
+pub struct SinkTaskContext {
+    pub connector: String,
+    pub task: u32,
+    pub reporter: Option<Arc<dyn ErrantRecordReporter>>,
+    pub committer: Arc<dyn SinkCommitter>,
+}
+
+/// A sink task (Kafka Connect's `SinkTask`).
+#[async_trait]
+pub trait SinkTask: Send {
+    async fn start(&mut self, context: SinkTaskContext) -> Result<()>;
+    /// The partitions this task now owns (after `start`, and when they change).
+    async fn open(&mut self, _partitions: &[TopicPartition]) -> Result<()> {
+        Ok(())
+    }
+    /// Write (or buffer) records.
+    async fn put(&mut self, records: Vec<SinkRecord>) -> Result<()>;
+    /// Make everything put so far durable.
+    async fn flush(&mut self, offsets: &HashMap<TopicPartition, i64>) -> Result<()>;
+    /// The offsets (next offset per partition) that may be committed; by default flush, then all
+    /// of them. Exactly-once sinks return nothing and commit through [`SinkCommitter`].
+    async fn pre_commit(
+        &mut self,
+        offsets: &HashMap<TopicPartition, i64>,
+    ) -> Result<HashMap<TopicPartition, i64>> {
+        self.flush(offsets).await?;
+        Ok(offsets.clone())
+    }
+    /// The partitions this task no longer owns.
+    async fn close(&mut self, _partitions: &[TopicPartition]) -> Result<()> {
+        Ok(())
+    }
+    async fn stop(&mut self) -> Result<()>;
+}
+
+/// Committed source offsets, for a starting source task.
+pub trait OffsetReader: Send + Sync {
+    fn offset(&self, partition: &SourceMap) -> Option<SourceMap>;
+}
+
+/// What a source task is given when it starts.
+#[derive(Clone)]
+pub struct SourceTaskContext {
+    pub connector: String,
+    pub task: u32,
+    pub offsets: Arc<dyn OffsetReader>,
+}
+
+/// A source task (Kafka Connect's `SourceTask`).
+#[async_trait]
+pub trait SourceTask: Send {
+    async fn start(&mut self, context: SourceTaskContext) -> Result<()>;
+    /// New records, or none for now; should return within about a second so that the task
+    /// can be stopped promptly.
+    async fn poll(&mut self) -> Result<Vec<SourceRecord>>;
+    /// The records returned so far were delivered and their offsets committed.
+    async fn commit(&mut self) -> Result<()> {
+        Ok(())
+    }
+    async fn stop(&mut self) -> Result<()>;
+}
