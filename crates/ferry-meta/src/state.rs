@@ -125,6 +125,13 @@ pub struct ConnectorStatus {
 /// Error traces are capped so that a crash loop cannot bloat the log.
 pub const MAX_TRACE: usize = 8 * 1024;
 
+/// A topic-partition as the state stores it.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct TopicPartitionRef {
+    pub topic: String,
+    pub partition: i32,
+}
+
 /// One sink offset: the next offset to consume from a topic-partition.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
 pub struct SinkOffset {
@@ -300,6 +307,12 @@ pub enum Command {
         generation: u64,
         offsets: Vec<SourceOffset>,
     },
+    /// The topic-partitions of each task of a sink connector. Tasks whose partitions change get
+    /// a new generation (their old run is fenced).
+    SetSinkPartitions {
+        name: String,
+        partitions: BTreeMap<u32, Vec<TopicPartitionRef>>,
+    },
     /// KIP-875: only while the connector is STOPPED.
     AlterOffsets {
         name: String,
@@ -328,6 +341,7 @@ impl Command {
             Command::ReportStatus { .. } => "report-status",
             Command::CommitSinkOffsets { .. } => "commit-sink-offsets",
             Command::CommitSourceOffsets { .. } => "commit-source-offsets",
+            Command::SetSinkPartitions { .. } => "set-sink-partitions",
             Command::AlterOffsets { .. } => "alter-offsets",
             Command::ResetOffsets { .. } => "reset-offsets",
         }
@@ -349,6 +363,7 @@ impl Command {
             | Command::ReportStatus { name, .. }
             | Command::CommitSinkOffsets { name, .. }
             | Command::CommitSourceOffsets { name, .. }
+            | Command::SetSinkPartitions { name, .. }
             | Command::AlterOffsets { name, .. }
             | Command::ResetOffsets { name } => Some(name),
         }
@@ -423,6 +438,9 @@ pub struct ClusterState {
     pub assignments: BTreeMap<String, ConnectorAssignment>,
     pub status: BTreeMap<String, ConnectorStatus>,
     pub offsets: BTreeMap<String, Offsets>,
+    /// For sink connectors: task → the topic-partitions it owns (resolved by the scheduler
+    /// from Kafka metadata).
+    pub sink_partitions: BTreeMap<String, BTreeMap<u32, Vec<TopicPartitionRef>>>,
     /// The last generation handed out; the next is this + 1.
     pub generation: u64,
     /// Answers to recent identified requests, oldest first in `request_order`.
@@ -500,6 +518,7 @@ impl ClusterState {
                 self.assignments.remove(name);
                 self.status.remove(name);
                 self.offsets.remove(name);
+                self.sink_partitions.remove(name);
                 Ok(Outcome::Done)
             }
             Command::SetTargetState { name, target } => {
@@ -604,6 +623,9 @@ impl ClusterState {
                 let stored = self.offsets.entry(name.clone()).or_default();
                 offsets.iter().for_each(|o| stored.set_source(o));
                 Ok(Outcome::Done)
+            }
+            Command::SetSinkPartitions { name, partitions } => {
+                self.set_sink_partitions(name, partitions)
             }
             Command::AlterOffsets { name, sink, source } => {
                 self.require_stopped(name)?;
@@ -749,23 +771,61 @@ impl ClusterState {
         if let Some(status) = self.status.get_mut(name) {
             status.tasks.retain(|t, _| *t < count);
         }
+        if let Some(partitions) = self.sink_partitions.get_mut(name) {
+            partitions.retain(|t, _| *t < count);
+        }
         for task in changed {
-            let assigned = self
-                .assignments
-                .get(name)
-                .is_some_and(|a| a.tasks.contains_key(&task));
-            if assigned {
-                let generation = self.next_generation();
-                if let Some(a) = self
-                    .assignments
-                    .get_mut(name)
-                    .and_then(|a| a.tasks.get_mut(&task))
-                {
-                    a.generation = generation;
-                }
-            }
+            self.bump_task(name, task);
         }
         Ok(Outcome::Done)
+    }
+
+    fn set_sink_partitions(
+        &mut self,
+        name: &str,
+        partitions: &BTreeMap<u32, Vec<TopicPartitionRef>>,
+    ) -> Response {
+        let connector = self.connector(name)?;
+        if let Some(task) = partitions
+            .keys()
+            .find(|t| **t as usize >= connector.tasks.len())
+        {
+            return Err(Rejection::UnknownTask {
+                name: name.to_string(),
+                task: *task,
+            });
+        }
+        let old = self.sink_partitions.get(name).cloned().unwrap_or_default();
+        let changed: std::collections::BTreeSet<u32> = partitions
+            .keys()
+            .chain(old.keys())
+            .copied()
+            .filter(|t| old.get(t) != partitions.get(t))
+            .collect();
+        for task in changed {
+            self.bump_task(name, task);
+        }
+        self.sink_partitions
+            .insert(name.to_string(), partitions.clone());
+        Ok(Outcome::Done)
+    }
+
+    /// A new generation for an assigned task: its current run is fenced.
+    fn bump_task(&mut self, name: &str, task: u32) {
+        let assigned = self
+            .assignments
+            .get(name)
+            .is_some_and(|a| a.tasks.contains_key(&task));
+        if assigned {
+            let generation = self.next_generation();
+            if let Some(a) = self
+                .assignments
+                .get_mut(name)
+                .and_then(|a| a.tasks.get_mut(&task))
+            {
+                a.generation = generation;
+            }
+        }
     }
 
     fn check_generation(&self, name: &str, task: Option<u32>, got: u64) -> Result<(), Rejection> {

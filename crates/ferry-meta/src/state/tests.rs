@@ -2,6 +2,7 @@
 //! the last one, and a check of the state afterwards.
 
 use super::*;
+use crate::state::TopicPartitionRef;
 
 fn cfg(pairs: &[(&str, &str)]) -> ConfigMap {
     pairs.iter().map(|(k, v)| (*k, *v)).collect()
@@ -646,4 +647,76 @@ fn display_never_shows_config() {
     );
     let shown = format!("{request} {request:?}");
     assert!(!shown.contains("kcpw"), "{shown}");
+}
+
+fn partitions(name: &str, spec: &[(u32, &[i32])]) -> Command {
+    Command::SetSinkPartitions {
+        name: name.into(),
+        partitions: spec
+            .iter()
+            .map(|(task, parts)| {
+                (
+                    *task,
+                    parts
+                        .iter()
+                        .map(|p| TopicPartitionRef {
+                            topic: "t".into(),
+                            partition: *p,
+                        })
+                        .collect(),
+                )
+            })
+            .collect(),
+    }
+}
+
+#[test]
+fn sink_partitions_fence_the_tasks_they_move_from() {
+    run(vec![
+        Case {
+            name: "first spread bumps assigned tasks",
+            commands: vec![
+                put("a", true, None),
+                tasks("a", 1, 2),
+                assign("a", Some(0), 1),
+                assign("a", Some(1), 2),
+                partitions("a", &[(0, &[0, 2]), (1, &[1])]),
+            ],
+            want: Ok(Outcome::Done),
+            check: |s| {
+                assert_eq!(s.sink_partitions["a"][&0].len(), 2);
+                assert_eq!(s.assignments["a"].tasks[&0].generation, 3);
+                assert_eq!(s.assignments["a"].tasks[&1].generation, 4);
+            },
+        },
+        Case {
+            name: "only the tasks whose partitions change are bumped",
+            commands: vec![
+                put("a", true, None),
+                tasks("a", 1, 2),
+                assign("a", Some(0), 1),
+                assign("a", Some(1), 2),
+                partitions("a", &[(0, &[0]), (1, &[1])]),
+                partitions("a", &[(0, &[0]), (1, &[1, 2])]),
+            ],
+            want: Ok(Outcome::Done),
+            check: |s| {
+                assert_eq!(s.assignments["a"].tasks[&0].generation, 3);
+                assert_eq!(s.assignments["a"].tasks[&1].generation, 5);
+            },
+        },
+        Case {
+            name: "partitions for a task that does not exist",
+            commands: vec![
+                put("a", true, None),
+                tasks("a", 1, 1),
+                partitions("a", &[(3, &[0])]),
+            ],
+            want: Err(Rejection::UnknownTask {
+                name: "a".into(),
+                task: 3,
+            }),
+            check: |s| assert!(!s.sink_partitions.contains_key("a")),
+        },
+    ]);
 }
