@@ -100,6 +100,7 @@ impl PeerClient {
             PeerCall::Forward => client.forward(req).await,
             PeerCall::ReadIndex => client.read_index(req).await,
             PeerCall::Probe => client.probe(req).await,
+            PeerCall::Heartbeat => client.heartbeat(req).await,
         };
         let reply = reply.map_err(|status| {
             CallError::Transport(format!("{}: {}", status.code(), status.message()))
@@ -119,6 +120,14 @@ impl PeerClient {
         timeout: Duration,
     ) -> Result<ProposalReply, CallError<crate::peer::ProposalError>> {
         self.call(PeerCall::Forward, proposal, timeout).await
+    }
+
+    pub async fn heartbeat(
+        &self,
+        beat: &crate::peer::Heartbeat,
+        timeout: Duration,
+    ) -> Result<crate::peer::HeartbeatReply, CallError<crate::peer::ProposalError>> {
+        self.call(PeerCall::Heartbeat, beat, timeout).await
     }
 
     pub async fn read_index(

@@ -13,7 +13,9 @@ use tracing::{debug, info};
 
 use crate::error::MetaError;
 use crate::network::{CallError, Network, PeerClient};
-use crate::peer::{ProbeReply, Proposal, ProposalError, ProposalReply, ReadIndexReply};
+use crate::peer::{
+    Heartbeat, HeartbeatReply, ProbeReply, Proposal, ProposalError, ProposalReply, ReadIndexReply,
+};
 use crate::state::{FerryNode, Outcome, Request, Response};
 use crate::store::{self, StateReader};
 use crate::types::{LogId, NodeId, Raft};
@@ -33,6 +35,10 @@ struct Inner {
     state: StateReader,
     peers: Mutex<HashMap<NodeId, PeerClient>>,
     committed: Arc<Mutex<Option<LogId>>>,
+    /// On the leader: when each worker's last acknowledged heartbeat arrived.
+    heartbeats: Mutex<HashMap<NodeId, Instant>>,
+    /// The leader acknowledges heartbeats only if a quorum answered it within this window.
+    quorum_window: Duration,
     /// How long a write or a linearizable read keeps trying to reach a leader.
     deadline: Duration,
 }
@@ -43,11 +49,15 @@ pub type WriteReply = ProposalReply;
 impl MetaNode {
     /// Open the node's storage under `dir` and start its Raft instance. It takes part in a
     /// cluster once it is initialized or a leader adds it.
+    ///
+    /// `deadline` bounds writes and linearizable reads; heartbeats are acknowledged only while a
+    /// quorum answered the leader within `quorum_window`.
     pub async fn start(
         id: NodeId,
         dir: &Path,
         config: openraft::Config,
         deadline: Duration,
+        quorum_window: Duration,
     ) -> Result<Self, MetaError> {
         let config = Arc::new(
             config
@@ -67,6 +77,8 @@ impl MetaNode {
                 state,
                 peers: Mutex::new(HashMap::new()),
                 committed,
+                heartbeats: Mutex::new(HashMap::new()),
+                quorum_window,
                 deadline,
             }),
         })
@@ -374,6 +386,52 @@ impl MetaNode {
     async fn remote_read_index(&self, leader: NodeId) -> Result<ReadIndexReply, ProposalError> {
         let client = self.leader_client(leader)?;
         from_leader(&client, client.read_index(PEER_CALL_TIMEOUT).await)
+    }
+
+    /// On the leader: record a worker's heartbeat, if this node is a leader a quorum answered
+    /// recently. Not written to the log.
+    pub fn receive_heartbeat(&self, worker: NodeId) -> Result<HeartbeatReply, ProposalError> {
+        let (leader, quorum_age) = {
+            let metrics = self.inner.raft.metrics();
+            let m = metrics.borrow();
+            (m.current_leader, m.millis_since_quorum_ack)
+        };
+        if leader != Some(self.id()) {
+            return Err(ProposalError::NotLeader { leader });
+        }
+        let recent =
+            quorum_age.is_some_and(|ms| u128::from(ms) <= self.inner.quorum_window.as_millis());
+        if recent {
+            let mut beats = self
+                .inner
+                .heartbeats
+                .lock()
+                .unwrap_or_else(|p| p.into_inner());
+            beats.insert(worker, Instant::now());
+        }
+        Ok(HeartbeatReply { acked: recent })
+    }
+
+    /// On the leader: when each worker was last heard from.
+    pub fn heartbeats(&self) -> HashMap<NodeId, Instant> {
+        self.inner
+            .heartbeats
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    /// Send this worker's heartbeat to the leader (or record it, on the leader).
+    pub async fn send_heartbeat(&self, timeout: Duration) -> Result<HeartbeatReply, ProposalError> {
+        match self.leader() {
+            Some(leader) if leader == self.id() => self.receive_heartbeat(self.id()),
+            Some(leader) => {
+                let client = self.leader_client(leader)?;
+                let beat = Heartbeat { worker: self.id() };
+                from_leader(&client, client.heartbeat(&beat, timeout).await)
+            }
+            None => Err(ProposalError::NotLeader { leader: None }),
+        }
     }
 
     /// What this node says about itself to a bootstrapping peer.

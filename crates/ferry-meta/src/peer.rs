@@ -21,6 +21,20 @@ pub enum PeerCall {
     Forward,
     ReadIndex,
     Probe,
+    Heartbeat,
+}
+
+/// A worker's heartbeat to the leader.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct Heartbeat {
+    pub worker: NodeId,
+}
+
+/// The leader's answer: `acked` only while it has heard from a quorum recently, so that a
+/// deposed leader in a minority cannot keep its workers' leases alive.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct HeartbeatReply {
+    pub acked: bool,
 }
 
 /// Something only the leader can do.
@@ -151,6 +165,14 @@ impl Peer for PeerService {
         _request: GrpcRequest<RaftPayload>,
     ) -> Result<GrpcResponse<RaftPayload>, Status> {
         encode(&self.node.read_index_local().await)
+    }
+
+    async fn heartbeat(
+        &self,
+        request: GrpcRequest<RaftPayload>,
+    ) -> Result<GrpcResponse<RaftPayload>, Status> {
+        let beat: Heartbeat = decode(request)?;
+        encode(&self.node.receive_heartbeat(beat.worker))
     }
 
     async fn probe(

@@ -25,6 +25,9 @@ use crate::api::Api;
 use crate::bootstrap::{decide, initializer, Decision};
 use crate::config::ClusterConfig;
 use crate::plugins::plugins;
+use crate::scheduler;
+use ferry_worker::{KafkaSettings, LeaseSettings};
+use std::sync::Arc;
 
 /// How long a bootstrap probe of a peer may take.
 const PROBE_TIMEOUT: Duration = Duration::from_secs(1);
@@ -42,6 +45,7 @@ pub async fn run(config: ClusterConfig, mut shutdown: watch::Receiver<bool>) -> 
         &config.data_dir.join("raft"),
         config.raft_config(),
         config.request_timeout(),
+        Duration::from_millis(config.worker.timeout_ms / 2),
     )
     .await
     .context("cannot start the control plane")?;
@@ -56,7 +60,8 @@ pub async fn run(config: ClusterConfig, mut shutdown: watch::Receiver<bool>) -> 
     let peer_server = tonic::transport::Server::builder()
         .add_service(PeerService::server(node.clone()))
         .serve_with_incoming_shutdown(incoming(peer_listener), signalled(shutdown.clone()));
-    let api = Api::new(node.clone(), plugins(), config.target_voters);
+    let plugins = Arc::new(plugins());
+    let api = Api::new(node.clone(), plugins.as_ref().clone(), config.target_voters);
     let api_server = tonic::transport::Server::builder()
         .add_service(ManagementServer::new(api))
         .serve_with_incoming_shutdown(incoming(api_listener), signalled(shutdown.clone()));
@@ -69,6 +74,35 @@ pub async fn run(config: ClusterConfig, mut shutdown: watch::Receiver<bool>) -> 
         data_dir = %config.data_dir.display(),
         "serving"
     );
+
+    let kafka = config.kafka.as_ref().map(|k| KafkaSettings {
+        bootstrap_servers: k.bootstrap_servers.clone(),
+        properties: k.properties.clone(),
+    });
+    let timing = scheduler::Timing {
+        worker_timeout: Duration::from_millis(config.worker.timeout_ms),
+        rebalance_delay: Duration::from_millis(config.worker.rebalance_delay_ms),
+    };
+    let scheduler = tokio::spawn(scheduler::run(
+        node.clone(),
+        plugins.clone(),
+        kafka.clone(),
+        timing,
+        shutdown.clone(),
+    ));
+
+    let (lease_tx, lease_rx) = watch::channel(false);
+    let lease = tokio::spawn(ferry_worker::lease::run(
+        node.clone(),
+        LeaseSettings {
+            heartbeat_interval: Duration::from_millis(config.worker.heartbeat_interval_ms),
+            worker_timeout: Duration::from_millis(config.worker.timeout_ms),
+            disabled: config.worker.test_disable_lease,
+        },
+        lease_tx,
+        shutdown.clone(),
+    ));
+    let _ = lease_rx;
 
     let boot = {
         let (node, config, shutdown) = (node.clone(), config.clone(), shutdown.clone());
@@ -85,6 +119,8 @@ pub async fn run(config: ClusterConfig, mut shutdown: watch::Receiver<bool>) -> 
     let _ = shutdown.wait_for(|stop| *stop).await;
     info!("shutting down");
     boot.abort();
+    let _ = scheduler.await;
+    let _ = lease.await;
     for (what, task) in [("peer", peer_task), ("api", api_task)] {
         match task.await {
             Ok(Ok(())) => {}

@@ -144,6 +144,17 @@ pub struct WorkerSettings {
     /// Connect's `scheduled.rebalance.max.delay.ms`, but seconds rather than minutes.
     #[serde(default = "WorkerSettings::default_rebalance_delay_ms")]
     pub rebalance_delay_ms: u64,
+    /// How often tasks commit their offsets (ms): Kafka Connect's `offset.flush.interval.ms`.
+    #[serde(default = "WorkerSettings::default_offset_flush_interval_ms")]
+    pub offset_flush_interval_ms: u64,
+    /// Also commit sink offsets to the `connect-<name>` consumer group, so that existing lag
+    /// monitoring keeps working. Raft stays authoritative.
+    #[serde(default)]
+    pub commit_consumer_group: bool,
+    /// Test only: never give up the ownership lease, so that tests can show that generation
+    /// fencing alone keeps a zombie worker harmless. Never set this in production.
+    #[serde(default)]
+    pub test_disable_lease: bool,
 }
 
 impl WorkerSettings {
@@ -156,6 +167,9 @@ impl WorkerSettings {
     const fn default_rebalance_delay_ms() -> u64 {
         0
     }
+    const fn default_offset_flush_interval_ms() -> u64 {
+        60_000
+    }
 }
 
 impl Default for WorkerSettings {
@@ -164,6 +178,9 @@ impl Default for WorkerSettings {
             heartbeat_interval_ms: Self::default_heartbeat_ms(),
             timeout_ms: Self::default_timeout_ms(),
             rebalance_delay_ms: Self::default_rebalance_delay_ms(),
+            offset_flush_interval_ms: Self::default_offset_flush_interval_ms(),
+            commit_consumer_group: false,
+            test_disable_lease: false,
         }
     }
 }
@@ -311,6 +328,9 @@ impl ClusterConfig {
                 "worker.timeout_ms ({}) must be at least twice worker.heartbeat_interval_ms ({})",
                 worker.timeout_ms, worker.heartbeat_interval_ms
             ));
+        }
+        if worker.offset_flush_interval_ms == 0 {
+            problems.push("worker.offset_flush_interval_ms must be positive".into());
         }
         if let Some(kafka) = &self.kafka {
             if kafka.bootstrap_servers.trim().is_empty() {

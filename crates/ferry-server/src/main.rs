@@ -6,6 +6,7 @@ mod bootstrap;
 mod config;
 mod error;
 mod plugins;
+mod scheduler;
 
 use std::path::PathBuf;
 use std::process::ExitCode;

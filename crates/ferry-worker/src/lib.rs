@@ -1,1 +1,9 @@
+//! Ferry's task runtime: each worker runs the connector instances and tasks assigned to it,
+//! against Kafka, and reports their status and offsets to the control plane, every command
+//! carrying the task's generation so that a stale run is fenced.
 
+pub mod kafka;
+pub mod lease;
+
+pub use kafka::{KafkaSettings, Metadata, Topics};
+pub use lease::LeaseSettings;

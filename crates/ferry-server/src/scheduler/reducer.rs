@@ -1,0 +1,318 @@
+//! The scheduler's decisions as pure functions of the replicated state and of which workers
+//! are alive: where every connector instance and task runs, and which topic-partitions each
+//! sink task owns. Balanced (loads differ by at most one) and moving as little as possible: a
+//! joining worker takes only its fair share, a dead worker's units spread over the others, and
+//! nothing else moves.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use ferry_meta::state::{Command, TopicPartitionRef};
+use ferry_meta::{ClusterState, NodeId};
+
+/// A connector instance (`task: None`) or one of its tasks.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Unit {
+    pub connector: String,
+    pub task: Option<u32>,
+}
+
+/// Which workers may run what.
+#[derive(Clone, Debug, Default)]
+pub struct Liveness {
+    /// Workers that heartbeat: they may receive work.
+    pub live: BTreeSet<NodeId>,
+    /// Workers silent for less than the rebalance delay: they keep their units, get no new ones.
+    pub grace: BTreeSet<NodeId>,
+}
+
+/// Every unit the state asks for, in a stable order.
+pub fn units(state: &ClusterState) -> Vec<Unit> {
+    let mut units = Vec::new();
+    for (name, connector) in &state.connectors {
+        units.push(Unit {
+            connector: name.clone(),
+            task: None,
+        });
+        for task in 0..connector.tasks.len() as u32 {
+            units.push(Unit {
+                connector: name.clone(),
+                task: Some(task),
+            });
+        }
+    }
+    units
+}
+
+fn owner(state: &ClusterState, unit: &Unit) -> Option<NodeId> {
+    let assignment = state.assignments.get(&unit.connector)?;
+    match unit.task {
+        Some(task) => assignment.tasks.get(&task)?.worker,
+        None => assignment.connector?.worker,
+    }
+}
+
+/// The assignment commands that bring the state to a balanced placement on `liveness`.
+pub fn assign(state: &ClusterState, liveness: &Liveness) -> Vec<Command> {
+    let mut movable: Vec<(Unit, Option<NodeId>)> = Vec::new();
+    for unit in units(state) {
+        let current = owner(state, &unit);
+        match current {
+            Some(w) if liveness.grace.contains(&w) && !liveness.live.contains(&w) => {}
+            Some(w) if liveness.live.contains(&w) => movable.push((unit, Some(w))),
+            _ => movable.push((unit, None)),
+        }
+    }
+    let workers: Vec<NodeId> = liveness.live.iter().copied().collect();
+    let mut placed: BTreeMap<Unit, Option<NodeId>> = BTreeMap::new();
+    if workers.is_empty() {
+        for (unit, _) in &movable {
+            placed.insert(unit.clone(), None);
+        }
+    } else {
+        let n = movable.len();
+        let (base, extra) = (n / workers.len(), n % workers.len());
+        let mut owned: BTreeMap<NodeId, Vec<Unit>> =
+            workers.iter().map(|w| (*w, Vec::new())).collect();
+        let mut pool = Vec::new();
+        for (unit, current) in &movable {
+            match current.and_then(|w| owned.get_mut(&w)) {
+                Some(list) => list.push(unit.clone()),
+                None => pool.push(unit.clone()),
+            }
+        }
+        // The most loaded workers get the larger caps: fewest moves.
+        let mut by_load: Vec<NodeId> = workers.clone();
+        by_load.sort_by_key(|w| (std::cmp::Reverse(owned[w].len()), *w));
+        let caps: BTreeMap<NodeId, usize> = by_load
+            .iter()
+            .enumerate()
+            .map(|(i, w)| (*w, base + usize::from(i < extra)))
+            .collect();
+        for (worker, list) in owned.iter_mut() {
+            let cap = caps[worker];
+            if list.len() > cap {
+                pool.extend(list.split_off(cap));
+            }
+        }
+        pool.sort();
+        for unit in pool {
+            let target = workers
+                .iter()
+                .copied()
+                .filter(|w| owned[w].len() < caps[w])
+                .min_by_key(|w| (owned[w].len(), *w));
+            if let Some(w) = target {
+                if let Some(list) = owned.get_mut(&w) {
+                    list.push(unit);
+                }
+            }
+        }
+        for (worker, list) in owned {
+            for unit in list {
+                placed.insert(unit, Some(worker));
+            }
+        }
+    }
+    movable
+        .into_iter()
+        .filter_map(|(unit, current)| {
+            let target = placed.get(&unit).copied().flatten();
+            (target != current || (target.is_none() && owner(state, &unit).is_some())).then(|| {
+                Command::Assign {
+                    name: unit.connector.clone(),
+                    task: unit.task,
+                    worker: target,
+                }
+            })
+        })
+        .collect()
+}
+
+/// Spread a sink connector's topic-partitions over its tasks, round-robin in a stable order.
+pub fn spread(
+    partitions: &BTreeSet<TopicPartitionRef>,
+    tasks: u32,
+) -> BTreeMap<u32, Vec<TopicPartitionRef>> {
+    let mut spread: BTreeMap<u32, Vec<TopicPartitionRef>> =
+        (0..tasks).map(|t| (t, Vec::new())).collect();
+    if tasks == 0 {
+        return spread;
+    }
+    for (i, tp) in partitions.iter().enumerate() {
+        if let Some(list) = spread.get_mut(&((i as u32) % tasks)) {
+            list.push(tp.clone());
+        }
+    }
+    spread
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ferry_meta::state::{Request, TargetState};
+    use ferry_meta::ConfigMap;
+
+    /// A state with connectors of the given task counts.
+    fn state(connectors: &[(&str, usize)]) -> ClusterState {
+        let mut s = ClusterState::default();
+        for (name, tasks) in connectors {
+            let answer = s.apply(&Request::anonymous(Command::PutConnector {
+                name: name.to_string(),
+                config: ConfigMap::default(),
+                create: true,
+                expected_version: None,
+            }));
+            assert!(answer.is_ok());
+            let answer = s.apply(&Request::anonymous(Command::PutTaskConfigs {
+                name: name.to_string(),
+                version: 1,
+                configs: vec![ConfigMap::default(); *tasks],
+            }));
+            assert!(answer.is_ok());
+        }
+        s
+    }
+
+    fn live(ids: &[NodeId]) -> Liveness {
+        Liveness {
+            live: ids.iter().copied().collect(),
+            grace: BTreeSet::new(),
+        }
+    }
+
+    fn apply_all(s: &mut ClusterState, commands: &[Command]) {
+        for c in commands {
+            assert!(s.apply(&Request::anonymous(c.clone())).is_ok(), "{c:?}");
+        }
+    }
+
+    /// Compute the plan, then apply it.
+    fn settle(s: &mut ClusterState, liveness: &Liveness) {
+        let commands = assign(s, liveness);
+        apply_all(s, &commands);
+    }
+
+    fn loads(s: &ClusterState) -> BTreeMap<NodeId, usize> {
+        let mut loads = BTreeMap::new();
+        for unit in units(s) {
+            if let Some(w) = owner(s, &unit) {
+                *loads.entry(w).or_default() += 1;
+            }
+        }
+        loads
+    }
+
+    fn placement(s: &ClusterState) -> BTreeMap<Unit, Option<NodeId>> {
+        units(s)
+            .into_iter()
+            .map(|u| {
+                let o = owner(s, &u);
+                (u, o)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_fresh_cluster_is_balanced() {
+        let mut s = state(&[("a", 3), ("b", 2)]); // 7 units
+        let commands = assign(&s, &live(&[1, 2, 3]));
+        assert_eq!(commands.len(), 7);
+        apply_all(&mut s, &commands);
+        let mut counts: Vec<usize> = loads(&s).values().copied().collect();
+        counts.sort();
+        assert_eq!(counts, vec![2, 2, 3]);
+        assert!(
+            assign(&s, &live(&[1, 2, 3])).is_empty(),
+            "stable once balanced"
+        );
+    }
+
+    #[test]
+    fn a_joining_worker_takes_only_its_share() {
+        let mut s = state(&[("a", 5), ("b", 5)]); // 12 units on 2 workers
+        settle(&mut s, &live(&[1, 2]));
+        let before = placement(&s);
+        let commands = assign(&s, &live(&[1, 2, 3]));
+        assert_eq!(
+            commands.len(),
+            4,
+            "12 units over 3 workers: the new one takes 4"
+        );
+        apply_all(&mut s, &commands);
+        assert_eq!(
+            loads(&s).values().copied().collect::<Vec<_>>(),
+            vec![4, 4, 4]
+        );
+        let moved = placement(&s)
+            .iter()
+            .filter(|(u, w)| before[*u] != **w)
+            .count();
+        assert_eq!(moved, 4, "only the share of the new worker moved");
+    }
+
+    #[test]
+    fn a_dead_workers_units_spread_and_nothing_else_moves() {
+        let mut s = state(&[("a", 5)]); // 6 units on 3 workers
+        settle(&mut s, &live(&[1, 2, 3]));
+        let before = placement(&s);
+        let commands = assign(&s, &live(&[1, 2]));
+        apply_all(&mut s, &commands);
+        assert_eq!(loads(&s), BTreeMap::from([(1, 3), (2, 3)]));
+        for (unit, worker) in placement(&s) {
+            if before[&unit] != Some(3) {
+                assert_eq!(
+                    before[&unit], worker,
+                    "{unit:?} moved though its worker lives"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn within_the_rebalance_delay_a_silent_worker_keeps_its_units() {
+        let mut s = state(&[("a", 5)]);
+        settle(&mut s, &live(&[1, 2, 3]));
+        let liveness = Liveness {
+            live: BTreeSet::from([1, 2]),
+            grace: BTreeSet::from([3]),
+        };
+        assert!(assign(&s, &liveness).is_empty());
+    }
+
+    #[test]
+    fn with_no_live_worker_units_become_unassigned() {
+        let mut s = state(&[("a", 1)]);
+        settle(&mut s, &live(&[1]));
+        let commands = assign(&s, &live(&[]));
+        assert_eq!(commands.len(), 2);
+        apply_all(&mut s, &commands);
+        assert!(loads(&s).is_empty());
+    }
+
+    #[test]
+    fn stopped_connectors_stay_placed() {
+        let mut s = state(&[("a", 2)]);
+        settle(&mut s, &live(&[1, 2]));
+        let stop = Command::SetTargetState {
+            name: "a".into(),
+            target: TargetState::Stopped,
+        };
+        apply_all(&mut s, &[stop]);
+        assert!(assign(&s, &live(&[1, 2])).is_empty());
+    }
+
+    #[test]
+    fn partitions_spread_round_robin() {
+        let parts: BTreeSet<TopicPartitionRef> = (0..5)
+            .map(|p| TopicPartitionRef {
+                topic: "t".into(),
+                partition: p,
+            })
+            .collect();
+        let spread = spread(&parts, 3);
+        let sizes: Vec<usize> = spread.values().map(Vec::len).collect();
+        assert_eq!(sizes, vec![2, 2, 1]);
+        assert_eq!(spread[&1][0].partition, 1);
+        assert!(super::spread(&parts, 0).is_empty());
+    }
+}
