@@ -157,11 +157,20 @@ pub struct Offsets {
     pub sink: BTreeMap<String, BTreeMap<i32, i64>>,
     /// source partition (JSON) → offset (JSON).
     pub source: BTreeMap<String, String>,
+    /// For exactly-once sinks: topic → partition → what the last accepted commit recorded with
+    /// its offsets (e.g. the files it made final), for a starting task to finish.
+    #[serde(default)]
+    pub commits: BTreeMap<String, BTreeMap<i32, BTreeMap<String, String>>>,
 }
 
 impl Offsets {
     pub fn is_empty(&self) -> bool {
-        self.sink.is_empty() && self.source.is_empty()
+        self.sink.is_empty() && self.source.is_empty() && self.commits.is_empty()
+    }
+
+    /// The next offset recorded for a topic-partition.
+    pub fn next_offset(&self, topic: &str, partition: i32) -> Option<i64> {
+        self.sink.get(topic)?.get(&partition).copied()
     }
 
     fn set_sink(&mut self, o: &SinkOffset) {
@@ -300,6 +309,18 @@ pub enum Command {
         generation: u64,
         offsets: Vec<SinkOffset>,
     },
+    /// An exactly-once sink's atomic commit of one partition: accepted only if the generation
+    /// is current and `start` equals the recorded next offset (or none is recorded).
+    CommitSinkRange {
+        name: String,
+        task: u32,
+        generation: u64,
+        topic: String,
+        partition: i32,
+        start: i64,
+        next: i64,
+        payload: BTreeMap<String, String>,
+    },
     /// Source offsets committed by a task, fenced by generation.
     CommitSourceOffsets {
         name: String,
@@ -341,6 +362,7 @@ impl Command {
             Command::ReportStatus { .. } => "report-status",
             Command::CommitSinkOffsets { .. } => "commit-sink-offsets",
             Command::CommitSourceOffsets { .. } => "commit-source-offsets",
+            Command::CommitSinkRange { .. } => "commit-sink-range",
             Command::SetSinkPartitions { .. } => "set-sink-partitions",
             Command::AlterOffsets { .. } => "alter-offsets",
             Command::ResetOffsets { .. } => "reset-offsets",
@@ -363,6 +385,7 @@ impl Command {
             | Command::ReportStatus { name, .. }
             | Command::CommitSinkOffsets { name, .. }
             | Command::CommitSourceOffsets { name, .. }
+            | Command::CommitSinkRange { name, .. }
             | Command::SetSinkPartitions { name, .. }
             | Command::AlterOffsets { name, .. }
             | Command::ResetOffsets { name } => Some(name),
@@ -387,6 +410,10 @@ pub enum Outcome {
     /// A new assignment and its generation.
     Assigned {
         generation: u64,
+    },
+    /// A compare-and-set commit found another start offset recorded; nothing changed.
+    Conflict {
+        recorded: Option<i64>,
     },
 }
 
@@ -622,6 +649,34 @@ impl ClusterState {
                 self.check_generation(name, Some(*task), *generation)?;
                 let stored = self.offsets.entry(name.clone()).or_default();
                 offsets.iter().for_each(|o| stored.set_source(o));
+                Ok(Outcome::Done)
+            }
+            Command::CommitSinkRange {
+                name,
+                task,
+                generation,
+                topic,
+                partition,
+                start,
+                next,
+                payload,
+            } => {
+                self.check_generation(name, Some(*task), *generation)?;
+                let stored = self.offsets.entry(name.clone()).or_default();
+                let recorded = stored.next_offset(topic, *partition);
+                if recorded.is_some_and(|r| r != *start) {
+                    return Ok(Outcome::Conflict { recorded });
+                }
+                stored.set_sink(&SinkOffset {
+                    topic: topic.clone(),
+                    partition: *partition,
+                    offset: Some(*next),
+                });
+                stored
+                    .commits
+                    .entry(topic.clone())
+                    .or_default()
+                    .insert(*partition, payload.clone());
                 Ok(Outcome::Done)
             }
             Command::SetSinkPartitions { name, partitions } => {

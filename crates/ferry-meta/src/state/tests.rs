@@ -720,3 +720,70 @@ fn sink_partitions_fence_the_tasks_they_move_from() {
         },
     ]);
 }
+
+fn range(start: i64, next: i64, generation: u64) -> Command {
+    Command::CommitSinkRange {
+        name: "a".into(),
+        task: 0,
+        generation,
+        topic: "t".into(),
+        partition: 0,
+        start,
+        next,
+        payload: [("file".to_string(), format!("t+0+{start}+{}", next - 1))].into(),
+    }
+}
+
+#[test]
+fn exactly_once_commits_are_compare_and_set_and_fenced() {
+    let setup = || {
+        vec![
+            put("a", true, None),
+            tasks("a", 1, 1),
+            assign("a", Some(0), 1),
+        ]
+    };
+    let with = |extra: Vec<Command>| {
+        let mut c = setup();
+        c.extend(extra);
+        c
+    };
+    run(vec![
+        Case {
+            name: "first commit",
+            commands: with(vec![range(0, 10, 1)]),
+            want: Ok(Outcome::Done),
+            check: |s| {
+                assert_eq!(s.offsets["a"].next_offset("t", 0), Some(10));
+                assert_eq!(s.offsets["a"].commits["t"][&0]["file"], "t+0+0+9");
+            },
+        },
+        Case {
+            name: "the next range",
+            commands: with(vec![range(0, 10, 1), range(10, 25, 1)]),
+            want: Ok(Outcome::Done),
+            check: |s| assert_eq!(s.offsets["a"].next_offset("t", 0), Some(25)),
+        },
+        Case {
+            name: "a retry of an applied commit conflicts and changes nothing",
+            commands: with(vec![range(0, 10, 1), range(0, 10, 1)]),
+            want: Ok(Outcome::Conflict { recorded: Some(10) }),
+            check: |s| assert_eq!(s.offsets["a"].next_offset("t", 0), Some(10)),
+        },
+        Case {
+            name: "a zombie's commit is fenced",
+            commands: with(vec![
+                range(0, 10, 1),
+                assign("a", Some(0), 2),
+                range(10, 20, 1),
+            ]),
+            want: Err(Rejection::StaleGeneration {
+                name: "a".into(),
+                task: Some(0),
+                current: 2,
+                got: 1,
+            }),
+            check: |s| assert_eq!(s.offsets["a"].next_offset("t", 0), Some(10)),
+        },
+    ]);
+}
