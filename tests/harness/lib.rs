@@ -79,6 +79,13 @@ pub struct Settings {
     pub target_voters: usize,
     /// `RUST_LOG` of the nodes.
     pub log_filter: String,
+    /// Kafka bootstrap servers, if the nodes run tasks.
+    pub kafka: Option<String>,
+    pub worker_heartbeat_ms: u64,
+    pub worker_timeout_ms: u64,
+    pub offset_flush_ms: u64,
+    /// Test-only: the nodes never give up their ownership lease.
+    pub disable_lease: bool,
 }
 
 impl Default for Settings {
@@ -91,6 +98,11 @@ impl Default for Settings {
             logs_to_keep: 1000,
             target_voters: 3,
             log_filter: "info,openraft=warn".into(),
+            kafka: None,
+            worker_heartbeat_ms: 300,
+            worker_timeout_ms: 3000,
+            offset_flush_ms: 1000,
+            disable_lease: false,
         }
     }
 }
@@ -103,6 +115,8 @@ pub struct Node {
     pub config: PathBuf,
     pub data_dir: PathBuf,
     pub log: PathBuf,
+    /// The node's working directory: relative connector paths resolve here.
+    pub work_dir: PathBuf,
     child: Option<Child>,
     starts: u32,
 }
@@ -188,6 +202,7 @@ impl Cluster {
                 config: base.join(format!("node{id}.toml")),
                 data_dir: base.join(format!("data{id}")),
                 log: base.join(format!("node{id}.log")),
+                work_dir: base.join(format!("work{id}")),
                 child: None,
                 starts: 0,
             },
@@ -217,6 +232,13 @@ impl Cluster {
             "\n[raft]\nheartbeat_interval_ms = {}\nelection_timeout_min_ms = {}\nelection_timeout_max_ms = {}\nsnapshot_logs = {}\nlogs_to_keep = {}\nrequest_timeout_ms = 20000\n",
             s.heartbeat_ms, s.election_min_ms, s.election_max_ms, s.snapshot_logs, s.logs_to_keep
         ));
+        text.push_str(&format!(
+            "\n[worker]\nheartbeat_interval_ms = {}\ntimeout_ms = {}\noffset_flush_interval_ms = {}\ntest_disable_lease = {}\n",
+            s.worker_heartbeat_ms, s.worker_timeout_ms, s.offset_flush_ms, s.disable_lease
+        ));
+        if let Some(bootstrap) = &s.kafka {
+            text.push_str(&format!("\n[kafka]\nbootstrap_servers = {bootstrap:?}\n"));
+        }
         text
     }
 
@@ -246,7 +268,9 @@ impl Cluster {
             .open(&node.log)
             .expect("cannot open a node log");
         let err = log.try_clone().expect("cannot clone a log handle");
+        fs::create_dir_all(&node.work_dir).expect("cannot create a node work dir");
         let child = Command::new(bin("ferryd"))
+            .current_dir(&node.work_dir)
             .arg("--config")
             .arg(&node.config)
             .env("RUST_LOG", filter)
@@ -520,4 +544,58 @@ pub fn members(status: &Value) -> BTreeMap<u64, String> {
                 .collect()
         })
         .unwrap_or_default()
+}
+
+/// librdkafka's mock cluster in its own process (`ferry-mock-kafka`), killed on drop.
+pub struct Kafka {
+    pub bootstrap: String,
+    child: Child,
+    _stdin: Option<std::process::ChildStdin>,
+}
+
+impl Kafka {
+    /// Start a one-broker mock cluster with these topics (name, partitions).
+    pub fn start(topics: &[(&str, i32)]) -> Kafka {
+        let mut child = Command::new(bin("ferry-mock-kafka"))
+            .args(topics.iter().map(|(t, p)| format!("{t}:{p}")))
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("cannot start ferry-mock-kafka");
+        let stdout = child.stdout.take().expect("mock stdout");
+        let mut line = String::new();
+        std::io::BufRead::read_line(&mut std::io::BufReader::new(stdout), &mut line)
+            .expect("read the mock's bootstrap line");
+        let bootstrap = line
+            .trim()
+            .strip_prefix("bootstrap=")
+            .unwrap_or_else(|| panic!("unexpected mock output: {line:?}"))
+            .to_string();
+        say(format!("mock Kafka at {bootstrap} with topics {topics:?}"));
+        let stdin = child.stdin.take();
+        Kafka {
+            bootstrap,
+            child,
+            _stdin: stdin,
+        }
+    }
+}
+
+impl Drop for Kafka {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Lines of every file named `name` in the nodes' working directories.
+pub fn lines_in_work_dirs(cluster: &Cluster, name: &str) -> Vec<String> {
+    let mut lines = Vec::new();
+    for node in cluster.nodes.values() {
+        if let Ok(text) = fs::read_to_string(node.work_dir.join(name)) {
+            lines.extend(text.lines().map(str::to_string));
+        }
+    }
+    lines
 }

@@ -193,14 +193,21 @@ pub fn tasks(format: Format, reply: &pb::ListTasksResponse) {
             let rows: Vec<Vec<String>> = reply
                 .tasks
                 .iter()
-                .map(|t| vec![t.id.to_string(), or_dash(&t.worker_id), t.generation.to_string()])
+                .map(|t| {
+                    vec![
+                        t.id.to_string(),
+                        or_dash(&t.worker_id),
+                        t.generation.to_string(),
+                        or_dash(&t.partitions.join(",")),
+                    ]
+                })
                 .collect();
-            table(&["TASK", "WORKER", "GENERATION"], &rows);
+            table(&["TASK", "WORKER", "GENERATION", "PARTITIONS"], &rows);
         }
         Format::Json => print_json(&json!(reply
             .tasks
             .iter()
-            .map(|t| json!({"id": t.id, "config": sorted(&t.config), "worker_id": t.worker_id, "generation": t.generation}))
+            .map(|t| json!({"id": t.id, "config": sorted(&t.config), "worker_id": t.worker_id, "generation": t.generation, "partitions": t.partitions}))
             .collect::<Vec<_>>())),
     }
 }

@@ -26,7 +26,7 @@ use crate::bootstrap::{decide, initializer, Decision};
 use crate::config::ClusterConfig;
 use crate::plugins::plugins;
 use crate::scheduler;
-use ferry_worker::{KafkaSettings, LeaseSettings};
+use ferry_worker::{KafkaSettings, LeaseSettings, Runtime, RuntimeSettings};
 use std::sync::Arc;
 
 /// How long a bootstrap probe of a peer may take.
@@ -102,7 +102,20 @@ pub async fn run(config: ClusterConfig, mut shutdown: watch::Receiver<bool>) -> 
         lease_tx,
         shutdown.clone(),
     ));
-    let _ = lease_rx;
+    let runtime = tokio::spawn(
+        Runtime::new(
+            node.clone(),
+            plugins.clone(),
+            RuntimeSettings {
+                kafka: kafka.clone(),
+                offset_flush_interval: Duration::from_millis(
+                    config.worker.offset_flush_interval_ms,
+                ),
+                commit_consumer_group: config.worker.commit_consumer_group,
+            },
+        )
+        .run(lease_rx, shutdown.clone()),
+    );
 
     let boot = {
         let (node, config, shutdown) = (node.clone(), config.clone(), shutdown.clone());
@@ -121,6 +134,7 @@ pub async fn run(config: ClusterConfig, mut shutdown: watch::Receiver<bool>) -> 
     boot.abort();
     let _ = scheduler.await;
     let _ = lease.await;
+    let _ = runtime.await;
     for (what, task) in [("peer", peer_task), ("api", api_task)] {
         match task.await {
             Ok(Ok(())) => {}

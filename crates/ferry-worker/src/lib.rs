@@ -2,8 +2,15 @@
 //! against Kafka, and reports their status and offsets to the control plane, every command
 //! carrying the task's generation so that a stale run is fenced.
 
+mod connector;
 pub mod kafka;
 pub mod lease;
+pub mod runtime;
+mod sink;
+mod source;
+pub mod unit;
 
 pub use kafka::{KafkaSettings, Metadata, Topics};
 pub use lease::LeaseSettings;
+pub use runtime::Runtime;
+pub use unit::RuntimeSettings;

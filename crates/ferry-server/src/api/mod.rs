@@ -441,6 +441,16 @@ impl Management for Api {
                                 config: config.redacted().into_iter().collect(),
                                 worker_id: convert::worker_id(s, a.and_then(|a| a.worker)),
                                 generation: a.map_or(0, |a| a.generation),
+                                partitions: s
+                                    .sink_partitions
+                                    .get(&name)
+                                    .and_then(|p| p.get(&(i as u32)))
+                                    .map(|tps| {
+                                        tps.iter()
+                                            .map(|tp| format!("{}-{}", tp.topic, tp.partition))
+                                            .collect()
+                                    })
+                                    .unwrap_or_default(),
                             }
                         })
                         .collect::<Vec<_>>(),

@@ -1,0 +1,278 @@
+//! The worker's reconciler: it watches the applied state and runs exactly the units assigned
+//! to this worker under their current generation, while the ownership lease is held. Side
+//! effects live here, never in the state machine's `apply`.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use ferry_connect::plugin::{find, TaskFactory};
+use ferry_connect::PluginDesc;
+use ferry_meta::state::{TargetState, TopicPartitionRef};
+use ferry_meta::{ClusterState, MetaNode, NodeId};
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+use tracing::{debug, info};
+
+use crate::unit::{RuntimeSettings, UnitCtx};
+
+type Key = (String, Option<u32>);
+
+/// What a unit runs with; a change of any of it restarts the unit.
+#[derive(Clone, Debug, PartialEq)]
+struct Spec {
+    generation: u64,
+    version: u64,
+    task_config: BTreeMap<String, String>,
+    partitions: Vec<TopicPartitionRef>,
+}
+
+struct Running {
+    spec: Spec,
+    control: watch::Sender<TargetState>,
+    stop: watch::Sender<bool>,
+    handle: JoinHandle<()>,
+}
+
+/// The units assigned to `me`, with their specs and target states.
+fn desired(state: &ClusterState, me: NodeId) -> BTreeMap<Key, (Spec, TargetState)> {
+    let mut out = BTreeMap::new();
+    for (name, assignment) in &state.assignments {
+        let Some(connector) = state.connectors.get(name) else {
+            continue;
+        };
+        if let Some(a) = assignment.connector.filter(|a| a.worker == Some(me)) {
+            let spec = Spec {
+                generation: a.generation,
+                version: connector.version,
+                task_config: BTreeMap::new(),
+                partitions: Vec::new(),
+            };
+            out.insert((name.clone(), None), (spec, connector.target));
+        }
+        // Tasks run only once their configs match the connector's current config.
+        if connector.tasks_version != connector.version {
+            continue;
+        }
+        for (task, a) in &assignment.tasks {
+            if a.worker != Some(me) {
+                continue;
+            }
+            let Some(config) = connector.tasks.get(*task as usize) else {
+                continue;
+            };
+            let spec = Spec {
+                generation: a.generation,
+                version: connector.version,
+                task_config: config.0.clone(),
+                partitions: state
+                    .sink_partitions
+                    .get(name)
+                    .and_then(|p| p.get(task))
+                    .cloned()
+                    .unwrap_or_default(),
+            };
+            out.insert((name.clone(), Some(*task)), (spec, connector.target));
+        }
+    }
+    out
+}
+
+/// The worker runtime of one node.
+pub struct Runtime {
+    node: MetaNode,
+    plugins: Arc<Vec<PluginDesc>>,
+    settings: Arc<RuntimeSettings>,
+    running: BTreeMap<Key, Running>,
+}
+
+impl Runtime {
+    pub fn new(node: MetaNode, plugins: Arc<Vec<PluginDesc>>, settings: RuntimeSettings) -> Self {
+        Runtime {
+            node,
+            plugins,
+            settings: Arc::new(settings),
+            running: BTreeMap::new(),
+        }
+    }
+
+    /// Reconcile until `shutdown`; then stop every unit and wait for them.
+    pub async fn run(
+        mut self,
+        mut lease: watch::Receiver<bool>,
+        mut shutdown: watch::Receiver<bool>,
+    ) {
+        let mut applied = self.node.state().applied();
+        loop {
+            self.reconcile(*lease.borrow_and_update());
+            tokio::select! {
+                changed = applied.changed() => if changed.is_err() { break },
+                changed = lease.changed() => if changed.is_err() { break },
+                _ = tokio::time::sleep(Duration::from_millis(500)) => {}
+                _ = shutdown.wait_for(|s| *s) => break,
+            }
+        }
+        info!(units = self.running.len(), "stopping every unit");
+        for (_, running) in std::mem::take(&mut self.running) {
+            running.stop.send_replace(true);
+            let _ = tokio::time::timeout(Duration::from_secs(15), running.handle).await;
+        }
+    }
+
+    fn reconcile(&mut self, lease_held: bool) {
+        let desired = if lease_held {
+            let applied = self.node.state().read();
+            desired(&applied.state, self.node.id())
+        } else {
+            BTreeMap::new()
+        };
+        // Stop what is no longer ours, or runs with an old spec.
+        let stale: Vec<Key> = self
+            .running
+            .iter()
+            .filter(|(key, r)| desired.get(*key).map(|(spec, _)| spec) != Some(&r.spec))
+            .map(|(key, _)| key.clone())
+            .collect();
+        for key in stale {
+            if let Some(running) = self.running.remove(&key) {
+                debug!(connector = %key.0, task = ?key.1, "stopping unit");
+                running.stop.send_replace(true);
+                // It finishes on its own (final commit, which is fenced if it moved).
+                drop(running.handle);
+            }
+        }
+        for (key, (spec, target)) in desired {
+            if let Some(running) = self.running.get(&key) {
+                running.control.send_if_modified(|t| {
+                    let changed = *t != target;
+                    *t = target;
+                    changed
+                });
+                continue;
+            }
+            if let Some(running) = self.start(&key, spec, target) {
+                self.running.insert(key, running);
+            }
+        }
+    }
+
+    fn start(&self, key: &Key, spec: Spec, target: TargetState) -> Option<Running> {
+        let (name, task) = key;
+        let (plugin, config) = {
+            let applied = self.node.state().read();
+            let connector = applied.state.connectors.get(name)?;
+            let class = connector.config.get("connector.class").unwrap_or_default();
+            (
+                find(&self.plugins, class)?.clone(),
+                connector.config.0.clone(),
+            )
+        };
+        let ctx = UnitCtx {
+            node: self.node.clone(),
+            name: name.clone(),
+            task: *task,
+            generation: spec.generation,
+            plugin,
+            connector_config: config,
+            version: spec.version,
+            task_config: spec.task_config.clone(),
+            partitions: spec.partitions.clone(),
+            settings: self.settings.clone(),
+        };
+        info!(unit = %ctx.label(), generation = spec.generation, "starting unit");
+        let (control, control_rx) = watch::channel(target);
+        let (stop, stop_rx) = watch::channel(false);
+        let handle = match (task, ctx.plugin.tasks) {
+            (None, _) => tokio::spawn(crate::connector::run(ctx, control_rx, stop_rx)),
+            (Some(_), TaskFactory::Sink(_)) => {
+                tokio::spawn(crate::sink::run(ctx, control_rx, stop_rx))
+            }
+            (Some(_), TaskFactory::Source(_)) => {
+                tokio::spawn(crate::source::run(ctx, control_rx, stop_rx))
+            }
+        };
+        Some(Running {
+            spec,
+            control,
+            stop,
+            handle,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ferry_meta::state::{Command, Request};
+    use ferry_meta::ConfigMap;
+
+    fn apply(s: &mut ClusterState, c: Command) {
+        assert!(s.apply(&Request::anonymous(c)).is_ok());
+    }
+
+    #[test]
+    fn a_worker_runs_what_is_assigned_to_it_once_task_configs_are_current() {
+        let mut s = ClusterState::default();
+        apply(
+            &mut s,
+            Command::PutConnector {
+                name: "a".into(),
+                config: ConfigMap::default(),
+                create: true,
+                expected_version: None,
+            },
+        );
+        apply(
+            &mut s,
+            Command::Assign {
+                name: "a".into(),
+                task: None,
+                worker: Some(1),
+            },
+        );
+        assert_eq!(desired(&s, 1).len(), 1, "the connector instance");
+        apply(
+            &mut s,
+            Command::PutTaskConfigs {
+                name: "a".into(),
+                version: 1,
+                configs: vec![ConfigMap::default(); 2],
+            },
+        );
+        apply(
+            &mut s,
+            Command::Assign {
+                name: "a".into(),
+                task: Some(0),
+                worker: Some(1),
+            },
+        );
+        apply(
+            &mut s,
+            Command::Assign {
+                name: "a".into(),
+                task: Some(1),
+                worker: Some(2),
+            },
+        );
+        let mine = desired(&s, 1);
+        assert!(mine.contains_key(&("a".to_string(), Some(0))));
+        assert!(!mine.contains_key(&("a".to_string(), Some(1))));
+        // A config change: tasks wait for new task configs.
+        let config: ConfigMap = [("x", "1")].into_iter().collect();
+        apply(
+            &mut s,
+            Command::PutConnector {
+                name: "a".into(),
+                config,
+                create: false,
+                expected_version: None,
+            },
+        );
+        assert_eq!(
+            desired(&s, 1).len(),
+            1,
+            "only the connector instance until tasks are regenerated"
+        );
+    }
+}

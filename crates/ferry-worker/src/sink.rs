@@ -1,0 +1,288 @@
+//! The sink task loop: the task's consumer `assign()`s exactly the topic-partitions the
+//! scheduler gave the task, from the offsets in Raft (no consumer-group rebalancing); records
+//! are converted and `put`; every `offset.flush.interval.ms` the offsets `pre_commit` returns are
+//! committed with the task's generation, so a stale run is fenced.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use ferry_connect::plugin::TaskFactory;
+use ferry_connect::task::SinkTaskContext;
+use ferry_connect::{
+    ConnectError, Converter, Header, Schema, SinkRecord, SinkTask, TopicPartition, Value,
+};
+use ferry_meta::state::{Command, RunState, SinkOffset, TargetState};
+use futures::FutureExt;
+use rdkafka::consumer::{CommitMode, Consumer, StreamConsumer};
+use rdkafka::message::{BorrowedMessage, Headers, Message};
+use rdkafka::{Offset, TopicPartitionList};
+use tokio::sync::watch;
+use tracing::{debug, info, instrument};
+
+use crate::unit::{converters, stopped, Failure, RaftCommitter, UnitCtx};
+
+/// Most records handed to one `put` (Kafka Connect's `max.poll.records` default).
+const MAX_BATCH: usize = 500;
+/// How many times a retriable `put` failure is retried before the task fails.
+const PUT_RETRIES: u32 = 5;
+
+struct SinkLoop {
+    ctx: UnitCtx,
+    task: Box<dyn SinkTask>,
+    consumer: StreamConsumer,
+    assignment: TopicPartitionList,
+    key: Box<dyn Converter>,
+    value: Box<dyn Converter>,
+    /// Next offset to consume, per partition, as far as `put` has gone.
+    next: HashMap<TopicPartition, i64>,
+    committed: HashMap<TopicPartition, i64>,
+}
+
+fn kafka_error(what: &str, e: rdkafka::error::KafkaError) -> ConnectError {
+    ConnectError::retriable(format!("{what}: {e}"))
+}
+
+impl SinkLoop {
+    async fn start(ctx: UnitCtx) -> Result<Self, Failure> {
+        let TaskFactory::Sink(factory) = ctx.plugin.tasks else {
+            return Err(ConnectError::fatal(format!(
+                "{} is not a sink connector",
+                ctx.plugin.class
+            ))
+            .into());
+        };
+        let kafka = ctx.settings.kafka.clone().ok_or_else(|| {
+            ConnectError::fatal(
+                "no [kafka] section in cluster.toml: sink tasks need bootstrap_servers",
+            )
+        })?;
+        let (key, value) = converters(&ctx.connector_config)?;
+        let mut task = factory(&ctx.task_config)?;
+        task.start(SinkTaskContext {
+            connector: ctx.name.clone(),
+            task: ctx.task.unwrap_or_default(),
+            reporter: None,
+            committer: Arc::new(RaftCommitter::new(ctx.clone())),
+        })
+        .await?;
+        let partitions: Vec<TopicPartition> = ctx
+            .partitions
+            .iter()
+            .map(|tp| TopicPartition::new(tp.topic.clone(), tp.partition))
+            .collect();
+        task.open(&partitions).await?;
+
+        let mut config = kafka.client_config();
+        config
+            .set("group.id", format!("connect-{}", ctx.name))
+            .set("enable.auto.commit", "false")
+            .set("enable.auto.offset.store", "false")
+            .set("auto.offset.reset", "earliest");
+        let consumer: StreamConsumer = config
+            .create()
+            .map_err(|e| ConnectError::fatal(format!("cannot create a Kafka consumer: {e}")))?;
+        let committed = ctx.sink_offsets();
+        let mut assignment = TopicPartitionList::new();
+        for tp in &partitions {
+            let offset = committed
+                .get(tp)
+                .map_or(Offset::Beginning, |o| Offset::Offset(*o));
+            assignment
+                .add_partition_offset(&tp.topic, tp.partition, offset)
+                .map_err(|e| kafka_error("assign", e))?;
+        }
+        consumer
+            .assign(&assignment)
+            .map_err(|e| kafka_error("assign", e))?;
+        info!(task = %ctx.label(), partitions = partitions.len(), generation = ctx.generation, "sink task assigned");
+        let committed: HashMap<TopicPartition, i64> = partitions
+            .iter()
+            .filter_map(|tp| committed.get(tp).map(|o| (tp.clone(), *o)))
+            .collect();
+        Ok(SinkLoop {
+            ctx,
+            task,
+            consumer,
+            assignment,
+            key,
+            value,
+            next: committed.clone(),
+            committed,
+        })
+    }
+
+    fn record(&self, msg: &BorrowedMessage<'_>) -> Result<SinkRecord, ConnectError> {
+        let topic = msg.topic();
+        let key = self.key.decode(topic, msg.key())?;
+        let value = self.value.decode(topic, msg.payload())?;
+        let headers = msg
+            .headers()
+            .map(|hs| {
+                hs.iter()
+                    .map(|h| Header {
+                        key: h.key.to_string(),
+                        schema: Some(Schema::optional_bytes()),
+                        value: h.value.map_or(Value::Null, |v| Value::Bytes(v.to_vec())),
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        Ok(SinkRecord {
+            topic: topic.to_string(),
+            partition: msg.partition(),
+            offset: msg.offset(),
+            timestamp: msg.timestamp().to_millis(),
+            key_schema: key.schema,
+            key: key.value,
+            value_schema: value.schema,
+            value: value.value,
+            headers,
+        })
+    }
+
+    async fn put(&mut self, records: Vec<SinkRecord>) -> Result<(), Failure> {
+        let mut attempt = 0;
+        loop {
+            match self.task.put(records.clone()).await {
+                Ok(()) => break,
+                Err(e) if e.is_retriable() && attempt < PUT_RETRIES => {
+                    attempt += 1;
+                    debug!(task = %self.ctx.label(), error = %e, attempt, "retrying put");
+                    tokio::time::sleep(Duration::from_millis(100 << attempt)).await;
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
+        for r in &records {
+            self.next.insert(r.topic_partition(), r.offset + 1);
+        }
+        Ok(())
+    }
+
+    /// Commit what `pre_commit` allows, with this task's generation.
+    async fn commit(&mut self) -> Result<(), Failure> {
+        if self.next == self.committed {
+            return Ok(());
+        }
+        let allowed = self.task.pre_commit(&self.next).await?;
+        let offsets: Vec<SinkOffset> = allowed
+            .iter()
+            .filter(|(tp, o)| self.committed.get(*tp) != Some(*o))
+            .map(|(tp, o)| SinkOffset {
+                topic: tp.topic.clone(),
+                partition: tp.partition,
+                offset: Some(*o),
+            })
+            .collect();
+        if offsets.is_empty() {
+            return Ok(());
+        }
+        self.ctx
+            .write(Command::CommitSinkOffsets {
+                name: self.ctx.name.clone(),
+                task: self.ctx.task.unwrap_or_default(),
+                generation: self.ctx.generation,
+                offsets,
+            })
+            .await?;
+        debug!(task = %self.ctx.label(), partitions = allowed.len(), "offsets committed");
+        if self.ctx.settings.commit_consumer_group {
+            let mut tpl = TopicPartitionList::new();
+            for (tp, o) in &allowed {
+                let _ = tpl.add_partition_offset(&tp.topic, tp.partition, Offset::Offset(*o));
+            }
+            if let Err(e) = self.consumer.commit(&tpl, CommitMode::Async) {
+                debug!(error = %e, "consumer-group commit failed (Raft has the offsets)");
+            }
+        }
+        self.committed.extend(allowed);
+        Ok(())
+    }
+
+    async fn run(
+        &mut self,
+        control: &mut watch::Receiver<TargetState>,
+        stop: &mut watch::Receiver<bool>,
+    ) -> Result<(), Failure> {
+        let mut flush = tokio::time::interval(self.ctx.settings.offset_flush_interval);
+        flush.tick().await;
+        let mut paused = false;
+        let mut reported: Option<TargetState> = None;
+        loop {
+            if *stop.borrow() {
+                return Ok(());
+            }
+            let target = *control.borrow_and_update();
+            if reported != Some(target) {
+                match target {
+                    TargetState::Paused if !paused => {
+                        self.consumer
+                            .pause(&self.assignment)
+                            .map_err(|e| kafka_error("pause", e))?;
+                        paused = true;
+                    }
+                    TargetState::Running if paused => {
+                        self.consumer
+                            .resume(&self.assignment)
+                            .map_err(|e| kafka_error("resume", e))?;
+                        paused = false;
+                    }
+                    TargetState::Stopped => return Ok(()),
+                    _ => {}
+                }
+                self.ctx.report_target(target).await?;
+                reported = Some(target);
+            }
+            tokio::select! {
+                _ = stopped(stop) => return Ok(()),
+                changed = control.changed() => if changed.is_err() { return Ok(()) },
+                _ = flush.tick() => self.commit().await?,
+                first = self.consumer.recv(), if !paused => {
+                    let first = first.map_err(|e| kafka_error("consume", e))?;
+                    let mut batch = vec![self.record(&first)?];
+                    drop(first);
+                    while batch.len() < MAX_BATCH {
+                        let Some(next) = self.consumer.recv().now_or_never() else { break };
+                        let next = next.map_err(|e| kafka_error("consume", e))?;
+                        batch.push(self.record(&next)?);
+                    }
+                    self.put(batch).await?;
+                }
+            }
+        }
+    }
+}
+
+/// Run a sink task until it is stopped, fenced or fails.
+#[instrument(skip_all, fields(connector = %ctx.name, task = ctx.task))]
+pub async fn run(
+    ctx: UnitCtx,
+    mut control: watch::Receiver<TargetState>,
+    mut stop: watch::Receiver<bool>,
+) {
+    let mut sink = match SinkLoop::start(ctx.clone()).await {
+        Ok(sink) => sink,
+        Err(Failure::Fenced) => return,
+        Err(Failure::Task(e)) => return ctx.report_failure(&e).await,
+    };
+    let outcome = sink.run(&mut control, &mut stop).await;
+    let outcome = match outcome {
+        // A final commit: it is fenced if the task moved meanwhile.
+        Ok(()) => sink.commit().await,
+        other => other,
+    };
+    let closing: Vec<TopicPartition> = sink.next.keys().cloned().collect();
+    let _ = sink.task.close(&closing).await;
+    let stopped = sink.task.stop().await;
+    match (outcome, stopped) {
+        (Err(Failure::Fenced), _) => info!(task = %ctx.label(), "fenced: stopped"),
+        (Err(Failure::Task(e)), _) | (Ok(()), Err(e)) => ctx.report_failure(&e).await,
+        (Ok(()), Ok(())) => {
+            if *control.borrow() == TargetState::Stopped {
+                let _ = ctx.report(RunState::Stopped, None).await;
+            }
+            debug!(task = %ctx.label(), "stopped");
+        }
+    }
+}

@@ -1,0 +1,252 @@
+//! What every running unit (connector instance or task) shares: its identity and generation,
+//! status reports and offset commits to the control plane (fenced by generation), and the
+//! control-plane implementations of the connector contracts (`SinkCommitter`, `OffsetReader`).
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use ferry_connect::record::{source_map_from_json, source_map_json, SourceMap};
+use ferry_connect::task::{CommitOutcome, OffsetReader, Props, SinkCommit, SinkCommitter};
+use ferry_connect::{ConnectError, PluginDesc, TopicPartition};
+use ferry_meta::state::{Command, Outcome, RunState, TargetState, TopicPartitionRef};
+use ferry_meta::{MetaNode, Rejection, Request};
+use tracing::{debug, warn};
+
+use crate::kafka::KafkaSettings;
+
+/// Runtime settings shared by every unit of a worker.
+#[derive(Clone, Debug)]
+pub struct RuntimeSettings {
+    pub kafka: Option<KafkaSettings>,
+    /// Kafka Connect's `offset.flush.interval.ms`.
+    pub offset_flush_interval: Duration,
+    /// Also commit sink offsets to the `connect-<name>` consumer group.
+    pub commit_consumer_group: bool,
+}
+
+/// Why a unit stopped other than by being asked to.
+#[derive(Debug)]
+pub enum Failure {
+    /// Its generation is stale: it moved, restarted or was reconfigured. Stop quietly.
+    Fenced,
+    /// The task failed: report FAILED with this trace.
+    Task(ConnectError),
+}
+
+impl From<ConnectError> for Failure {
+    fn from(e: ConnectError) -> Self {
+        Failure::Task(e)
+    }
+}
+
+/// A unit to run: which, under which generation, with which configs.
+#[derive(Clone)]
+pub struct UnitCtx {
+    pub node: MetaNode,
+    pub name: String,
+    /// `None`: the connector instance.
+    pub task: Option<u32>,
+    pub generation: u64,
+    pub plugin: PluginDesc,
+    pub connector_config: Props,
+    /// The connector config version this unit was started for.
+    pub version: u64,
+    pub task_config: Props,
+    pub partitions: Vec<TopicPartitionRef>,
+    pub settings: Arc<RuntimeSettings>,
+}
+
+impl UnitCtx {
+    /// How this unit appears in logs.
+    pub fn label(&self) -> String {
+        match self.task {
+            Some(t) => format!("{}-{t}", self.name),
+            None => self.name.clone(),
+        }
+    }
+
+    /// Write a command of this unit; a stale generation (or a deleted connector) is `Fenced`.
+    pub async fn write(&self, command: Command) -> Result<Outcome, Failure> {
+        let request = Request::new(uuid::Uuid::new_v4().to_string(), command);
+        match self.node.write_answer(request).await {
+            Ok(Ok(outcome)) => Ok(outcome),
+            Ok(Err(
+                Rejection::StaleGeneration { .. }
+                | Rejection::NotFound { .. }
+                | Rejection::StaleTaskConfigs { .. },
+            )) => {
+                debug!(unit = %self.label(), generation = self.generation, "fenced");
+                Err(Failure::Fenced)
+            }
+            Ok(Err(other)) => Err(Failure::Task(ConnectError::fatal(format!(
+                "the control plane refused a command of {}: {other}",
+                self.label()
+            )))),
+            Err(e) => Err(Failure::Task(ConnectError::retriable(format!(
+                "the control plane is unavailable: {e}"
+            )))),
+        }
+    }
+
+    /// Report this unit's status.
+    pub async fn report(&self, state: RunState, trace: Option<String>) -> Result<(), Failure> {
+        self.write(Command::ReportStatus {
+            name: self.name.clone(),
+            task: self.task,
+            generation: self.generation,
+            state,
+            worker: Some(self.node.id()),
+            trace,
+        })
+        .await
+        .map(|_| ())
+    }
+
+    /// Report the state a target state calls for.
+    pub async fn report_target(&self, target: TargetState) -> Result<(), Failure> {
+        let state = match target {
+            TargetState::Running => RunState::Running,
+            TargetState::Paused => RunState::Paused,
+            TargetState::Stopped => RunState::Stopped,
+        };
+        self.report(state, None).await
+    }
+
+    /// Report a failure (best effort: a fenced unit has nothing to report).
+    pub async fn report_failure(&self, error: &ConnectError) {
+        let trace = format!("{}: {}", error.class, error.message);
+        warn!(unit = %self.label(), error = %trace, "failed");
+        if let Err(Failure::Task(e)) = self.report(RunState::Failed, Some(trace)).await {
+            warn!(unit = %self.label(), error = %e, "cannot report the failure");
+        }
+    }
+
+    /// The committed sink offsets of this connector (next offset per partition).
+    pub fn sink_offsets(&self) -> BTreeMap<TopicPartition, i64> {
+        let applied = self.node.state().read();
+        applied
+            .state
+            .offsets
+            .get(&self.name)
+            .map(|o| {
+                o.sink
+                    .iter()
+                    .flat_map(|(topic, parts)| {
+                        parts
+                            .iter()
+                            .map(move |(p, off)| (TopicPartition::new(topic.clone(), *p), *off))
+                    })
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+}
+
+/// Source offsets as committed when the task started.
+pub struct CommittedSourceOffsets {
+    offsets: BTreeMap<String, SourceMap>,
+}
+
+impl CommittedSourceOffsets {
+    pub fn of(ctx: &UnitCtx) -> Self {
+        let applied = ctx.node.state().read();
+        let offsets = applied
+            .state
+            .offsets
+            .get(&ctx.name)
+            .map(|o| {
+                o.source
+                    .iter()
+                    .filter_map(|(p, off)| Some((p.clone(), source_map_from_json(off)?)))
+                    .collect()
+            })
+            .unwrap_or_default();
+        CommittedSourceOffsets { offsets }
+    }
+}
+
+impl OffsetReader for CommittedSourceOffsets {
+    fn offset(&self, partition: &SourceMap) -> Option<SourceMap> {
+        self.offsets.get(&source_map_json(partition)).cloned()
+    }
+}
+
+/// The exactly-once commit interface, over the control plane.
+pub struct RaftCommitter {
+    ctx: UnitCtx,
+}
+
+impl RaftCommitter {
+    pub fn new(ctx: UnitCtx) -> Self {
+        RaftCommitter { ctx }
+    }
+}
+
+#[async_trait]
+impl SinkCommitter for RaftCommitter {
+    async fn commit(&self, commit: SinkCommit) -> ferry_connect::Result<CommitOutcome> {
+        let task = self
+            .ctx
+            .task
+            .ok_or_else(|| ConnectError::fatal("a connector instance cannot commit offsets"))?;
+        let outcome = self
+            .ctx
+            .write(Command::CommitSinkRange {
+                name: self.ctx.name.clone(),
+                task,
+                generation: self.ctx.generation,
+                topic: commit.partition.topic.clone(),
+                partition: commit.partition.partition,
+                start: commit.start,
+                next: commit.next,
+                payload: commit.payload,
+            })
+            .await;
+        match outcome {
+            Ok(Outcome::Conflict { recorded }) => Ok(CommitOutcome::Conflict { recorded }),
+            Ok(_) => Ok(CommitOutcome::Committed),
+            Err(Failure::Fenced) => Ok(CommitOutcome::Fenced),
+            Err(Failure::Task(e)) => Err(e),
+        }
+    }
+
+    async fn committed(&self, partition: &TopicPartition) -> ferry_connect::Result<Option<i64>> {
+        self.ctx.node.linearizable().await.map_err(|e| {
+            ConnectError::retriable(format!("the control plane is unavailable: {e}"))
+        })?;
+        Ok(self.ctx.sink_offsets().get(partition).copied())
+    }
+}
+
+/// A connector's key and value converters.
+pub type KeyValueConverters = (
+    Box<dyn ferry_connect::Converter>,
+    Box<dyn ferry_connect::Converter>,
+);
+
+/// The key and value converters a connector config names (`key.converter`, `value.converter`,
+/// and their `.encoding`).
+pub fn converters(config: &Props) -> Result<KeyValueConverters, ConnectError> {
+    let build = |prefix: &str| {
+        let class = config
+            .get(prefix)
+            .map(String::as_str)
+            .unwrap_or(ferry_connect::converter::DEFAULT_CONVERTER);
+        let own: BTreeMap<String, String> = config
+            .iter()
+            .filter_map(|(k, v)| {
+                k.strip_prefix(&format!("{prefix}."))
+                    .map(|rest| (format!("converter.{rest}"), v.clone()))
+            })
+            .collect();
+        ferry_connect::converter::converter(class.trim(), &own)
+    };
+    Ok((build("key.converter")?, build("value.converter")?))
+}
+
+/// Resolves once `stop` turns true (or its sender is gone).
+pub async fn stopped(stop: &mut tokio::sync::watch::Receiver<bool>) {
+    let _ = stop.wait_for(|s| *s).await;
+}
