@@ -139,3 +139,261 @@ fn file_source_to_a_topic_to_file_sinks_delivers_every_line_through_every_partit
         (source["offsets"][0]["offset"]["position"].as_u64() == size).then_some(())
     });
 }
+
+/// Appends numbered lines to a file in the background, `per_tick` every 50 ms.
+struct Writer {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    handle: Option<std::thread::JoinHandle<usize>>,
+}
+
+impl Writer {
+    fn start(path: std::path::PathBuf, first: usize, total: usize, per_tick: usize) -> Writer {
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let flag = stop.clone();
+        let handle = std::thread::spawn(move || {
+            use std::io::Write;
+            let mut file = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(&path)
+                .expect("open input");
+            let mut next = first;
+            while next < first + total && !flag.load(std::sync::atomic::Ordering::Relaxed) {
+                let end = (next + per_tick).min(first + total);
+                let chunk: String = (next..end).map(|i| format!("line-{i:05}\n")).collect();
+                file.write_all(chunk.as_bytes()).expect("append");
+                next = end;
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            next - first
+        });
+        Writer {
+            stop,
+            handle: Some(handle),
+        }
+    }
+
+    /// Wait for the writer to finish; the number of lines it wrote.
+    fn finish(mut self) -> usize {
+        self.handle.take().map_or(0, |h| h.join().unwrap_or(0))
+    }
+}
+
+impl Drop for Writer {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
+fn pipeline(cluster: &Cluster, node: u64, input: &std::path::Path, tasks: &str) {
+    create(
+        cluster,
+        node,
+        "source",
+        &[
+            ("connector.class", "FileStreamSource"),
+            ("file", &input.to_string_lossy()),
+            ("topic", "lines"),
+        ],
+    );
+    create(
+        cluster,
+        node,
+        "sink",
+        &[
+            ("connector.class", "FileStreamSink"),
+            ("topics", "lines"),
+            ("tasks.max", tasks),
+            ("file", "sink.out"),
+        ],
+    );
+}
+
+fn task_workers(cluster: &Cluster, node: u64, name: &str) -> Vec<(String, String)> {
+    let status = cluster.json(node, &["connectors", "status", name]);
+    status["tasks"]
+        .as_array()
+        .map(|tasks| {
+            tasks
+                .iter()
+                .map(|t| {
+                    (
+                        t["state"].as_str().unwrap_or_default().to_string(),
+                        t["worker_id"].as_str().unwrap_or_default().to_string(),
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn wait_lines(cluster: &Cluster, expected: &BTreeSet<String>, what: &str) -> Vec<String> {
+    wait_for(what, FLOW, || {
+        let lines = lines_in_work_dirs(cluster, "sink.out");
+        let unique: BTreeSet<&String> = lines.iter().collect();
+        expected.iter().all(|l| unique.contains(l)).then_some(lines)
+    })
+}
+
+#[test]
+fn seed_000_fail_over_kill_9_of_a_sink_worker_while_records_flow_loses_nothing() {
+    let kafka = Kafka::start(&[("lines", 6)]);
+    let (mut cluster, leader) = started(3, &kafka, Settings::default());
+    let input = cluster.dir.path().join("input.txt");
+    std::fs::write(&input, "").expect("create input");
+    pipeline(&cluster, leader, &input, "6");
+    wait_for("six sink tasks running", FLOW, || {
+        let t = task_workers(&cluster, leader, "sink");
+        (t.len() == 6 && t.iter().all(|(s, _)| s == "RUNNING")).then_some(())
+    });
+    let writer = Writer::start(input.clone(), 0, 30_000, 250);
+    std::thread::sleep(Duration::from_secs(2));
+    // A non-leader worker that runs sink tasks.
+    let victim = (1..=3)
+        .filter(|id| *id != leader)
+        .find(|id| {
+            task_workers(&cluster, leader, "sink")
+                .iter()
+                .any(|(_, w)| *w == cluster.node(*id).api)
+        })
+        .expect("a follower runs sink tasks");
+    let victim_api = cluster.node(victim).api.clone();
+    let moved: usize = task_workers(&cluster, leader, "sink")
+        .iter()
+        .filter(|(_, w)| *w == victim_api)
+        .count();
+    let killed = Instant::now();
+    cluster.kill9(victim);
+    let failover = wait_for("the victim's sink tasks running elsewhere", FLOW, || {
+        let t = task_workers(&cluster, leader, "sink");
+        (t.len() == 6 && t.iter().all(|(s, w)| s == "RUNNING" && *w != victim_api))
+            .then(|| killed.elapsed())
+    });
+    say(format!(
+        "FAILOVER (seed 000): {moved} sink tasks of node {victim} running on other workers {} ms after kill -9",
+        failover.as_millis()
+    ));
+    let written = writer.finish();
+    let expected: BTreeSet<String> = (0..written).map(|i| format!("line-{i:05}")).collect();
+    let lines = wait_lines(
+        &cluster,
+        &expected,
+        "every line written during the fail-over",
+    );
+    let unique: BTreeSet<String> = lines.iter().cloned().collect();
+    say(format!(
+        "FAILOVER (seed 000): {} lines, none lost, {} duplicates (at-least-once)",
+        expected.len(),
+        lines.len() - unique.len()
+    ));
+    assert_eq!(unique, expected);
+    let status = cluster.json(leader, &["connectors", "status", "sink"]);
+    let workers: BTreeSet<&str> = status["tasks"]
+        .as_array()
+        .expect("tasks")
+        .iter()
+        .filter_map(|t| t["worker_id"].as_str())
+        .collect();
+    assert!(
+        !workers.contains(victim_api.as_str()),
+        "status shows the new worker ids: {status}"
+    );
+}
+
+#[test]
+fn sinks_resume_from_committed_offsets_after_a_restart_of_all_nodes() {
+    let kafka = Kafka::start(&[("lines", 3)]);
+    let (mut cluster, leader) = started(3, &kafka, Settings::default());
+    let (input, first) = write_input(&cluster, 5_000);
+    pipeline(&cluster, leader, &input, "3");
+    wait_lines(&cluster, &first, "the first 5,000 lines");
+    wait_for("sink offsets committed for everything", FLOW, || {
+        (sink_offsets(&cluster, leader, "sink").values().sum::<i64>() >= 5_000).then_some(())
+    });
+    for id in [1, 2, 3] {
+        cluster.stop(id);
+    }
+    let before = lines_in_work_dirs(&cluster, "sink.out").len();
+    for id in [2, 3, 1] {
+        cluster.start(id);
+    }
+    let leader = cluster.wait_leader(BOOT);
+    let writer = Writer::start(input.clone(), 5_000, 2_000, 500);
+    let written = writer.finish();
+    let all: BTreeSet<String> = (0..5_000 + written)
+        .map(|i| format!("line-{i:05}"))
+        .collect();
+    let lines = wait_lines(&cluster, &all, "the lines written after the restart");
+    let unique: BTreeSet<String> = lines.iter().cloned().collect();
+    let duplicates = lines.len() - unique.len();
+    say(format!(
+        "RESTART: {before} lines before, {} after; {duplicates} duplicates",
+        lines.len()
+    ));
+    assert_eq!(unique, all);
+    assert!(
+        duplicates < 1_000,
+        "the sinks resumed from committed offsets, not the beginning ({duplicates} duplicates)"
+    );
+    let _ = leader;
+}
+
+#[test]
+fn pause_resume_stop_and_offsets_reset_change_what_the_tasks_do() {
+    let kafka = Kafka::start(&[("lines", 2)]);
+    let (cluster, leader) = started(3, &kafka, Settings::default());
+    let (input, first) = write_input(&cluster, 1_000);
+    pipeline(&cluster, leader, &input, "2");
+    wait_lines(&cluster, &first, "the first lines");
+    wait_for("offsets committed", FLOW, || {
+        (sink_offsets(&cluster, leader, "sink").values().sum::<i64>() >= 1_000).then_some(())
+    });
+
+    // Paused: new lines reach the topic but not the files.
+    cluster.cli(leader, &["connectors", "pause", "sink"]);
+    wait_for("sink tasks PAUSED", FLOW, || {
+        let t = task_workers(&cluster, leader, "sink");
+        t.iter().all(|(s, _)| s == "PAUSED").then_some(())
+    });
+    Writer::start(input.clone(), 1_000, 500, 500).finish();
+    wait_for("the source to read the new lines", FLOW, || {
+        let o = cluster.json(leader, &["connectors", "offsets", "source"]);
+        let size = std::fs::metadata(&input).map(|m| m.len()).ok();
+        (o["offsets"][0]["offset"]["position"].as_u64() == size).then_some(())
+    });
+    std::thread::sleep(Duration::from_secs(2));
+    assert_eq!(
+        lines_in_work_dirs(&cluster, "sink.out").len(),
+        1_000,
+        "nothing written while paused"
+    );
+
+    cluster.cli(leader, &["connectors", "resume", "sink"]);
+    let all: BTreeSet<String> = (0..1_500).map(|i| format!("line-{i:05}")).collect();
+    wait_lines(&cluster, &all, "the lines held back by the pause");
+
+    // Stopped, offsets reset, resumed: the sinks consume the topic again from the beginning.
+    wait_for("offsets committed", FLOW, || {
+        (sink_offsets(&cluster, leader, "sink").values().sum::<i64>() >= 1_500).then_some(())
+    });
+    cluster.cli(leader, &["connectors", "stop", "sink"]);
+    wait_for("sink tasks STOPPED", FLOW, || {
+        let t = task_workers(&cluster, leader, "sink");
+        t.iter().all(|(s, _)| s == "STOPPED").then_some(())
+    });
+    let reset = cluster.json(leader, &["connectors", "offsets", "sink", "--reset"]);
+    assert_eq!(reset["offsets"], serde_json::json!([]));
+    cluster.cli(leader, &["connectors", "resume", "sink"]);
+    wait_for("every line written twice after the reset", FLOW, || {
+        (lines_in_work_dirs(&cluster, "sink.out").len() >= 3_000).then_some(())
+    });
+    let lines = lines_in_work_dirs(&cluster, "sink.out");
+    let mut counts: BTreeMap<&String, usize> = BTreeMap::new();
+    for l in &lines {
+        *counts.entry(l).or_default() += 1;
+    }
+    assert!(
+        all.iter().all(|l| counts.get(l) == Some(&2)),
+        "each line twice after the reset"
+    );
+}

@@ -97,7 +97,8 @@ impl Default for Settings {
             snapshot_logs: 5000,
             logs_to_keep: 1000,
             target_voters: 3,
-            log_filter: "info,openraft=warn".into(),
+            log_filter: std::env::var("FERRY_TEST_LOG")
+                .unwrap_or_else(|_| "info,openraft=warn".into()),
             kafka: None,
             worker_heartbeat_ms: 300,
             worker_timeout_ms: 3000,
@@ -510,7 +511,14 @@ impl Drop for Cluster {
             }
         }
         if std::thread::panicking() {
-            // Keep the evidence: print the tail of every node's log.
+            // Keep the evidence: copy the logs out of the temp dir, print their tails.
+            let keep = std::env::temp_dir().join(format!("ferry-failed-{}", std::process::id()));
+            if fs::create_dir_all(&keep).is_ok() {
+                for node in self.nodes.values() {
+                    let _ = fs::copy(&node.log, keep.join(format!("node{}.log", node.id)));
+                }
+                eprintln!("---- full logs kept in {} ----", keep.display());
+            }
             for node in self.nodes.values() {
                 let text = fs::read_to_string(&node.log).unwrap_or_default();
                 let tail: Vec<&str> = text.lines().rev().take(40).collect();

@@ -12,15 +12,15 @@ use ferry_connect::task::SinkTaskContext;
 use ferry_connect::{
     ConnectError, Converter, Header, Schema, SinkRecord, SinkTask, TopicPartition, Value,
 };
-use ferry_meta::state::{Command, RunState, SinkOffset, TargetState};
+use ferry_meta::state::{Command, SinkOffset, TargetState};
 use futures::FutureExt;
 use rdkafka::consumer::{CommitMode, Consumer, StreamConsumer};
 use rdkafka::message::{BorrowedMessage, Headers, Message};
 use rdkafka::{Offset, TopicPartitionList};
 use tokio::sync::watch;
-use tracing::{debug, info, instrument};
+use tracing::{debug, info, instrument, warn};
 
-use crate::unit::{converters, stopped, Failure, RaftCommitter, UnitCtx};
+use crate::unit::{converters, lifecycle, stopped, Failure, RaftCommitter, UnitCtx};
 
 /// Most records handed to one `put` (Kafka Connect's `max.poll.records` default).
 const MAX_BATCH: usize = 500;
@@ -31,7 +31,6 @@ struct SinkLoop {
     ctx: UnitCtx,
     task: Box<dyn SinkTask>,
     consumer: StreamConsumer,
-    assignment: TopicPartitionList,
     key: Box<dyn Converter>,
     value: Box<dyn Converter>,
     /// Next offset to consume, per partition, as far as `put` has gone.
@@ -74,6 +73,8 @@ impl SinkLoop {
         task.open(&partitions).await?;
 
         let mut config = kafka.client_config();
+        // librdkafka's assign() needs a group id; the group is only used for the optional
+        // commits for lag monitoring: assignment comes from Raft, never from the group.
         config
             .set("group.id", format!("connect-{}", ctx.name))
             .set("enable.auto.commit", "false")
@@ -82,6 +83,7 @@ impl SinkLoop {
         let consumer: StreamConsumer = config
             .create()
             .map_err(|e| ConnectError::fatal(format!("cannot create a Kafka consumer: {e}")))?;
+        ctx.catch_up().await?;
         let committed = ctx.sink_offsets();
         let mut assignment = TopicPartitionList::new();
         for tp in &partitions {
@@ -104,7 +106,6 @@ impl SinkLoop {
             ctx,
             task,
             consumer,
-            assignment,
             key,
             value,
             next: committed.clone(),
@@ -215,21 +216,13 @@ impl SinkLoop {
             }
             let target = *control.borrow_and_update();
             if reported != Some(target) {
+                debug!(task = %self.ctx.label(), target = target.as_str(), "target state");
+                // Paused: the loop stops taking records (librdkafka's own pause() makes the
+                // consumer's close hang later, so it is not used).
                 match target {
-                    TargetState::Paused if !paused => {
-                        self.consumer
-                            .pause(&self.assignment)
-                            .map_err(|e| kafka_error("pause", e))?;
-                        paused = true;
-                    }
-                    TargetState::Running if paused => {
-                        self.consumer
-                            .resume(&self.assignment)
-                            .map_err(|e| kafka_error("resume", e))?;
-                        paused = false;
-                    }
+                    TargetState::Paused => paused = true,
+                    TargetState::Running => paused = false,
                     TargetState::Stopped => return Ok(()),
-                    _ => {}
                 }
                 self.ctx.report_target(target).await?;
                 reported = Some(target);
@@ -254,35 +247,42 @@ impl SinkLoop {
     }
 }
 
-/// Run a sink task until it is stopped, fenced or fails.
-#[instrument(skip_all, fields(connector = %ctx.name, task = ctx.task))]
-pub async fn run(
+/// One session of a sink task: from start to a stop or a STOPPED target (`Ok`), fencing or a
+/// failure. The task is stopped in every case.
+async fn session(
     ctx: UnitCtx,
     mut control: watch::Receiver<TargetState>,
     mut stop: watch::Receiver<bool>,
-) {
-    let mut sink = match SinkLoop::start(ctx.clone()).await {
-        Ok(sink) => sink,
-        Err(Failure::Fenced) => return,
-        Err(Failure::Task(e)) => return ctx.report_failure(&e).await,
-    };
-    let outcome = sink.run(&mut control, &mut stop).await;
-    let outcome = match outcome {
+) -> Result<(), Failure> {
+    let mut sink = SinkLoop::start(ctx).await?;
+    let outcome = match sink.run(&mut control, &mut stop).await {
         // A final commit: it is fenced if the task moved meanwhile.
         Ok(()) => sink.commit().await,
         other => other,
     };
     let closing: Vec<TopicPartition> = sink.next.keys().cloned().collect();
-    let _ = sink.task.close(&closing).await;
+    let closed = sink.task.close(&closing).await;
     let stopped = sink.task.stop().await;
-    match (outcome, stopped) {
-        (Err(Failure::Fenced), _) => info!(task = %ctx.label(), "fenced: stopped"),
-        (Err(Failure::Task(e)), _) | (Ok(()), Err(e)) => ctx.report_failure(&e).await,
-        (Ok(()), Ok(())) => {
-            if *control.borrow() == TargetState::Stopped {
-                let _ = ctx.report(RunState::Stopped, None).await;
-            }
-            debug!(task = %ctx.label(), "stopped");
-        }
+    // Closing a consumer of a group blocks until librdkafka has closed it: do it off the
+    // async threads, and do not wait for it forever.
+    let consumer = sink.consumer;
+    let _ = consumer.unassign();
+    let closing = tokio::task::spawn_blocking(move || drop(consumer));
+    if tokio::time::timeout(Duration::from_secs(10), closing)
+        .await
+        .is_err()
+    {
+        warn!("the Kafka consumer did not close within 10 s");
     }
+    outcome?;
+    closed?;
+    stopped?;
+    Ok(())
+}
+
+/// Run a sink task until it is stopped, fenced or fails.
+#[instrument(skip_all, fields(connector = %ctx.name, task = ctx.task))]
+pub async fn run(ctx: UnitCtx, control: watch::Receiver<TargetState>, stop: watch::Receiver<bool>) {
+    lifecycle(ctx, control, stop, session).await;
+    debug!("sink task finished");
 }

@@ -11,14 +11,14 @@ use ferry_connect::plugin::TaskFactory;
 use ferry_connect::record::source_map_json;
 use ferry_connect::task::SourceTaskContext;
 use ferry_connect::{ConnectError, Converter, SourceTask};
-use ferry_meta::state::{Command, RunState, SourceOffset, TargetState};
+use ferry_meta::state::{Command, SourceOffset, TargetState};
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::message::{Header as KafkaHeader, OwnedHeaders};
 use rdkafka::producer::{DeliveryFuture, FutureProducer, FutureRecord};
 use tokio::sync::watch;
 use tracing::{debug, info, instrument};
 
-use crate::unit::{converters, stopped, CommittedSourceOffsets, Failure, UnitCtx};
+use crate::unit::{converters, lifecycle, stopped, CommittedSourceOffsets, Failure, UnitCtx};
 
 /// In-flight records before the loop waits for deliveries.
 const MAX_IN_FLIGHT: usize = 50_000;
@@ -59,6 +59,7 @@ impl SourceLoop {
             .create()
             .map_err(|e| ConnectError::fatal(format!("cannot create a Kafka producer: {e}")))?;
         let mut task = factory(&ctx.task_config)?;
+        ctx.catch_up().await?;
         task.start(SourceTaskContext {
             connector: ctx.name.clone(),
             task: ctx.task.unwrap_or_default(),
@@ -231,31 +232,27 @@ impl SourceLoop {
     }
 }
 
-/// Run a source task until it is stopped, fenced or fails.
-#[instrument(skip_all, fields(connector = %ctx.name, task = ctx.task))]
-pub async fn run(
+/// One session of a source task: from start to a stop or a STOPPED target (`Ok`), fencing or
+/// a failure. The task is stopped in every case.
+async fn session(
     ctx: UnitCtx,
     mut control: watch::Receiver<TargetState>,
     mut stop: watch::Receiver<bool>,
-) {
-    let mut source = match SourceLoop::start(ctx.clone()).await {
-        Ok(source) => source,
-        Err(Failure::Fenced) => return,
-        Err(Failure::Task(e)) => return ctx.report_failure(&e).await,
-    };
+) -> Result<(), Failure> {
+    let mut source = SourceLoop::start(ctx).await?;
     let outcome = match source.run(&mut control, &mut stop).await {
         Ok(()) => source.commit().await,
         other => other,
     };
     let stopped = source.task.stop().await;
-    match (outcome, stopped) {
-        (Err(Failure::Fenced), _) => info!(task = %ctx.label(), "fenced: stopped"),
-        (Err(Failure::Task(e)), _) | (Ok(()), Err(e)) => ctx.report_failure(&e).await,
-        (Ok(()), Ok(())) => {
-            if *control.borrow() == TargetState::Stopped {
-                let _ = ctx.report(RunState::Stopped, None).await;
-            }
-            debug!(task = %ctx.label(), "stopped");
-        }
-    }
+    outcome?;
+    stopped?;
+    Ok(())
+}
+
+/// Run a source task until it is stopped, fenced or fails.
+#[instrument(skip_all, fields(connector = %ctx.name, task = ctx.task))]
+pub async fn run(ctx: UnitCtx, control: watch::Receiver<TargetState>, stop: watch::Receiver<bool>) {
+    lifecycle(ctx, control, stop, session).await;
+    debug!("source task finished");
 }

@@ -123,6 +123,17 @@ impl UnitCtx {
         }
     }
 
+    /// Bring this node's applied state up to the leader's (a linearizable read), so that the
+    /// offsets a starting task reads are the latest committed ones — after a restart the
+    /// state may still be replaying its log.
+    pub async fn catch_up(&self) -> Result<(), Failure> {
+        self.node.linearizable().await.map_err(|e| {
+            Failure::Task(ConnectError::retriable(format!(
+                "the control plane is unavailable: {e}"
+            )))
+        })
+    }
+
     /// The committed sink offsets of this connector (next offset per partition).
     pub fn sink_offsets(&self) -> BTreeMap<TopicPartition, i64> {
         let applied = self.node.state().read();
@@ -249,4 +260,50 @@ pub fn converters(config: &Props) -> Result<KeyValueConverters, ConnectError> {
 /// Resolves once `stop` turns true (or its sender is gone).
 pub async fn stopped(stop: &mut tokio::sync::watch::Receiver<bool>) {
     let _ = stop.wait_for(|s| *s).await;
+}
+
+/// The life of a task: sessions of work while its target state is RUNNING or PAUSED, idle
+/// (status STOPPED) while it is STOPPED, until it is told to stop, is fenced, or fails. A
+/// session ends with `Ok` when the target turns STOPPED or the unit is stopped.
+pub async fn lifecycle<F, Fut>(
+    ctx: UnitCtx,
+    mut control: tokio::sync::watch::Receiver<TargetState>,
+    mut stop: tokio::sync::watch::Receiver<bool>,
+    session: F,
+) where
+    F: Fn(
+        UnitCtx,
+        tokio::sync::watch::Receiver<TargetState>,
+        tokio::sync::watch::Receiver<bool>,
+    ) -> Fut,
+    Fut: std::future::Future<Output = Result<(), Failure>>,
+{
+    loop {
+        if *control.borrow_and_update() == TargetState::Stopped {
+            if let Err(Failure::Fenced) = ctx.report(RunState::Stopped, None).await {
+                return;
+            }
+            while *control.borrow_and_update() == TargetState::Stopped {
+                tokio::select! {
+                    changed = control.changed() => if changed.is_err() { return },
+                    _ = stopped(&mut stop) => return,
+                }
+            }
+        }
+        if *stop.borrow() {
+            return;
+        }
+        match session(ctx.clone(), control.clone(), stop.clone()).await {
+            Ok(()) if *stop.borrow() => return,
+            Ok(()) => {}
+            Err(Failure::Fenced) => {
+                tracing::info!(unit = %ctx.label(), "fenced: stopped");
+                return;
+            }
+            Err(Failure::Task(e)) => {
+                ctx.report_failure(&e).await;
+                return;
+            }
+        }
+    }
 }
