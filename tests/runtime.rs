@@ -397,3 +397,87 @@ fn pause_resume_stop_and_offsets_reset_change_what_the_tasks_do() {
         "each line twice after the reset"
     );
 }
+
+/// Where every unit of the connectors runs: (connector, task or "connector") → worker.
+fn placement(cluster: &Cluster, node: u64, names: &[&str]) -> BTreeMap<String, String> {
+    let mut out = BTreeMap::new();
+    for name in names {
+        let status = cluster.json(node, &["connectors", "status", name]);
+        out.insert(format!("{name}/connector"), status["connector"]["worker_id"].as_str().unwrap_or_default().to_string());
+        for t in status["tasks"].as_array().into_iter().flatten() {
+            out.insert(format!("{name}/{}", t["id"]), t["worker_id"].as_str().unwrap_or_default().to_string());
+        }
+    }
+    out
+}
+
+fn all_running(cluster: &Cluster, node: u64, names: &[&str], tasks: usize) -> bool {
+    names.iter().all(|name| {
+        let out = cluster.cli_on(&[node], &["-o", "json", "connectors", "status", name]);
+        if !out.ok() {
+            return false;
+        }
+        let status = out.json();
+        let running = |s: &Value| s["state"] == "RUNNING" && !s["worker_id"].as_str().unwrap_or_default().is_empty();
+        running(&status["connector"])
+            && status["tasks"].as_array().is_some_and(|t| t.len() >= tasks.min(1) && t.iter().all(running))
+    })
+}
+
+#[test]
+fn seed_003_scale_out_moves_only_the_new_workers_share_and_survives_the_leader() {
+    let kafka = Kafka::start(&[("lines", 5)]);
+    let (mut cluster, leader) = started(2, &kafka, Settings::default());
+    let input = cluster.dir.path().join("input.txt");
+    std::fs::write(&input, "").expect("create input");
+    pipeline(&cluster, leader, &input, "5");
+    let names = ["source", "sink"];
+    wait_for("every unit running on the two nodes", FLOW, || {
+        (all_running(&cluster, leader, &names, 5) && placement(&cluster, leader, &names).len() == 8).then_some(())
+    });
+    let before = placement(&cluster, leader, &names);
+    let per_worker = |p: &BTreeMap<String, String>| {
+        let mut counts: BTreeMap<String, usize> = BTreeMap::new();
+        for w in p.values() {
+            *counts.entry(w.clone()).or_default() += 1;
+        }
+        counts
+    };
+    say(format!("SCALE-OUT: before {:?}", per_worker(&before)));
+    assert_eq!(per_worker(&before).values().copied().collect::<Vec<_>>(), vec![4, 4]);
+
+    cluster.configure_extra(3);
+    cluster.start(3);
+    cluster.add_node(leader, 3);
+    let third = cluster.node(3).api.clone();
+    let after = wait_for("the new worker's fair share", FLOW, || {
+        let p = placement(&cluster, leader, &names);
+        let counts = per_worker(&p);
+        (counts.get(&third).copied() == Some(2) && all_running(&cluster, leader, &names, 5)).then_some(p)
+    });
+    let moved: Vec<&String> = after.keys().filter(|k| before[*k] != after[*k]).collect();
+    say(format!("SCALE-OUT: after {:?}; moved {moved:?}", per_worker(&after)));
+    assert_eq!(moved.len(), 2, "only the new worker's share moved");
+    assert!(moved.iter().all(|k| after[*k] == third));
+
+    // Records flow through all of this, and through a kill -9 of the leader.
+    let writer = Writer::start(input.clone(), 0, 5_000, 250);
+    std::thread::sleep(Duration::from_millis(500));
+    cluster.kill9(leader);
+    let survivors: Vec<u64> = (1..=3).filter(|id| *id != leader).collect();
+    let new_leader = cluster.wait_leader_among(&survivors, FLOW);
+    let dead = cluster.node(leader).api.clone();
+    wait_for("every unit running on the survivors", FLOW, || {
+        let p = placement(&cluster, new_leader, &names);
+        (all_running(&cluster, new_leader, &names, 5) && p.values().all(|w| *w != dead)).then_some(())
+    });
+    let written = writer.finish();
+    let expected: BTreeSet<String> = (0..written).map(|i| format!("line-{i:05}")).collect();
+    wait_lines(&cluster, &expected, "every line through the leader's death");
+    for id in &survivors {
+        cluster.cli(*id, &["connectors", "list"]);
+        cluster.cli(*id, &["connectors", "pause", "source"]);
+        cluster.cli(*id, &["connectors", "resume", "source"]);
+    }
+    say(format!("SCALE-OUT: leader {leader} killed; {} lines arrived; management works on {survivors:?}", expected.len()));
+}
