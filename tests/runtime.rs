@@ -403,9 +403,18 @@ fn placement(cluster: &Cluster, node: u64, names: &[&str]) -> BTreeMap<String, S
     let mut out = BTreeMap::new();
     for name in names {
         let status = cluster.json(node, &["connectors", "status", name]);
-        out.insert(format!("{name}/connector"), status["connector"]["worker_id"].as_str().unwrap_or_default().to_string());
+        out.insert(
+            format!("{name}/connector"),
+            status["connector"]["worker_id"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string(),
+        );
         for t in status["tasks"].as_array().into_iter().flatten() {
-            out.insert(format!("{name}/{}", t["id"]), t["worker_id"].as_str().unwrap_or_default().to_string());
+            out.insert(
+                format!("{name}/{}", t["id"]),
+                t["worker_id"].as_str().unwrap_or_default().to_string(),
+            );
         }
     }
     out
@@ -418,9 +427,13 @@ fn all_running(cluster: &Cluster, node: u64, names: &[&str], tasks: usize) -> bo
             return false;
         }
         let status = out.json();
-        let running = |s: &Value| s["state"] == "RUNNING" && !s["worker_id"].as_str().unwrap_or_default().is_empty();
+        let running = |s: &Value| {
+            s["state"] == "RUNNING" && !s["worker_id"].as_str().unwrap_or_default().is_empty()
+        };
         running(&status["connector"])
-            && status["tasks"].as_array().is_some_and(|t| t.len() >= tasks.min(1) && t.iter().all(running))
+            && status["tasks"]
+                .as_array()
+                .is_some_and(|t| t.len() >= tasks.min(1) && t.iter().all(running))
     })
 }
 
@@ -433,7 +446,8 @@ fn seed_003_scale_out_moves_only_the_new_workers_share_and_survives_the_leader()
     pipeline(&cluster, leader, &input, "5");
     let names = ["source", "sink"];
     wait_for("every unit running on the two nodes", FLOW, || {
-        (all_running(&cluster, leader, &names, 5) && placement(&cluster, leader, &names).len() == 8).then_some(())
+        (all_running(&cluster, leader, &names, 5) && placement(&cluster, leader, &names).len() == 8)
+            .then_some(())
     });
     let before = placement(&cluster, leader, &names);
     let per_worker = |p: &BTreeMap<String, String>| {
@@ -444,7 +458,10 @@ fn seed_003_scale_out_moves_only_the_new_workers_share_and_survives_the_leader()
         counts
     };
     say(format!("SCALE-OUT: before {:?}", per_worker(&before)));
-    assert_eq!(per_worker(&before).values().copied().collect::<Vec<_>>(), vec![4, 4]);
+    assert_eq!(
+        per_worker(&before).values().copied().collect::<Vec<_>>(),
+        vec![4, 4]
+    );
 
     cluster.configure_extra(3);
     cluster.start(3);
@@ -453,10 +470,14 @@ fn seed_003_scale_out_moves_only_the_new_workers_share_and_survives_the_leader()
     let after = wait_for("the new worker's fair share", FLOW, || {
         let p = placement(&cluster, leader, &names);
         let counts = per_worker(&p);
-        (counts.get(&third).copied() == Some(2) && all_running(&cluster, leader, &names, 5)).then_some(p)
+        (counts.get(&third).copied() == Some(2) && all_running(&cluster, leader, &names, 5))
+            .then_some(p)
     });
     let moved: Vec<&String> = after.keys().filter(|k| before[*k] != after[*k]).collect();
-    say(format!("SCALE-OUT: after {:?}; moved {moved:?}", per_worker(&after)));
+    say(format!(
+        "SCALE-OUT: after {:?}; moved {moved:?}",
+        per_worker(&after)
+    ));
     assert_eq!(moved.len(), 2, "only the new worker's share moved");
     assert!(moved.iter().all(|k| after[*k] == third));
 
@@ -469,7 +490,8 @@ fn seed_003_scale_out_moves_only_the_new_workers_share_and_survives_the_leader()
     let dead = cluster.node(leader).api.clone();
     wait_for("every unit running on the survivors", FLOW, || {
         let p = placement(&cluster, new_leader, &names);
-        (all_running(&cluster, new_leader, &names, 5) && p.values().all(|w| *w != dead)).then_some(())
+        (all_running(&cluster, new_leader, &names, 5) && p.values().all(|w| *w != dead))
+            .then_some(())
     });
     let written = writer.finish();
     let expected: BTreeSet<String> = (0..written).map(|i| format!("line-{i:05}")).collect();
@@ -479,5 +501,103 @@ fn seed_003_scale_out_moves_only_the_new_workers_share_and_survives_the_leader()
         cluster.cli(*id, &["connectors", "pause", "source"]);
         cluster.cli(*id, &["connectors", "resume", "source"]);
     }
-    say(format!("SCALE-OUT: leader {leader} killed; {} lines arrived; management works on {survivors:?}", expected.len()));
+    say(format!(
+        "SCALE-OUT: leader {leader} killed; {} lines arrived; management works on {survivors:?}",
+        expected.len()
+    ));
+}
+
+/// Freeze a worker running sink tasks past the worker timeout, let its tasks move, thaw it.
+/// Returns the cluster, the frozen node and the moved task ids.
+fn zombie_scenario(disable_lease: bool) -> (Kafka, Cluster, u64, u64, Vec<u64>, BTreeSet<String>) {
+    let kafka = Kafka::start(&[("lines", 3)]);
+    let settings = Settings {
+        disable_lease,
+        ..Settings::default()
+    };
+    let (cluster, leader) = started(3, &kafka, settings);
+    let input = cluster.dir.path().join("input.txt");
+    std::fs::write(&input, "").expect("create input");
+    pipeline(&cluster, leader, &input, "3");
+    wait_for("three sink tasks running", FLOW, || {
+        let t = task_workers(&cluster, leader, "sink");
+        (t.len() == 3 && t.iter().all(|(s, _)| s == "RUNNING")).then_some(())
+    });
+    let writer = Writer::start(input.clone(), 0, 20_000, 200);
+    std::thread::sleep(Duration::from_secs(2));
+    let zombie = (1..=3)
+        .filter(|id| *id != leader)
+        .find(|id| {
+            task_workers(&cluster, leader, "sink")
+                .iter()
+                .any(|(_, w)| *w == cluster.node(*id).api)
+        })
+        .expect("a follower runs sink tasks");
+    let zombie_api = cluster.node(zombie).api.clone();
+    let moved: Vec<u64> = task_workers(&cluster, leader, "sink")
+        .iter()
+        .enumerate()
+        .filter(|(_, (_, w))| *w == zombie_api)
+        .map(|(i, _)| i as u64)
+        .collect();
+    cluster.signal(zombie, ferry_tests::Signal::SIGSTOP);
+    wait_for("the zombie's tasks running elsewhere", FLOW, || {
+        let t = task_workers(&cluster, leader, "sink");
+        t.iter()
+            .all(|(s, w)| s == "RUNNING" && *w != zombie_api)
+            .then_some(())
+    });
+    std::thread::sleep(Duration::from_secs(1));
+    cluster.signal(zombie, ferry_tests::Signal::SIGCONT);
+    let written = writer.finish();
+    let expected: BTreeSet<String> = (0..written).map(|i| format!("line-{i:05}")).collect();
+    (kafka, cluster, leader, zombie, moved, expected)
+}
+
+fn fenced_commits(cluster: &Cluster, node: u64, tasks: &[u64]) -> u64 {
+    let status = cluster.json(node, &["connectors", "status", "sink"]);
+    status["tasks"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|t| t["id"].as_u64().is_some_and(|id| tasks.contains(&id)))
+        .filter_map(|t| t["fenced_commits"].as_u64())
+        .sum()
+}
+
+#[test]
+fn fencing_alone_rejects_a_zombies_commits_by_generation() {
+    let (_kafka, cluster, leader, zombie, moved, expected) = zombie_scenario(true);
+    // Without the lease, the thawed worker still tries to commit for the tasks it lost: the
+    // state machine refuses it by generation, and counts the attempt.
+    let fenced = wait_for("the zombie's commit refused by generation", FLOW, || {
+        let n = fenced_commits(&cluster, leader, &moved);
+        (n > 0).then_some(n)
+    });
+    say(format!(
+        "FENCING: node {zombie} thawed; {fenced} commits of tasks {moved:?} refused by generation"
+    ));
+    wait_for("the zombie to stop its stale tasks", FLOW, || {
+        cluster.log_text(zombie).contains("fenced: stopped").then_some(())
+    });
+    let lines = wait_lines(&cluster, &expected, "every line despite the zombie");
+    let unique: BTreeSet<String> = lines.iter().cloned().collect();
+    assert_eq!(unique, expected);
+}
+
+#[test]
+fn with_the_lease_a_zombie_stops_its_tasks_by_itself() {
+    let (_kafka, cluster, leader, zombie, moved, expected) = zombie_scenario(false);
+    wait_for("the zombie to notice its lease expired", FLOW, || {
+        cluster
+            .log_text(zombie)
+            .contains("lease lost")
+            .then_some(())
+    });
+    wait_lines(&cluster, &expected, "every line despite the zombie");
+    // It never even tried to commit for the tasks it lost.
+    assert_eq!(fenced_commits(&cluster, leader, &moved), 0);
+    say(format!(
+        "LEASE: node {zombie} stopped tasks {moved:?} by itself; no fenced commit"
+    ));
 }

@@ -10,7 +10,8 @@ use std::sync::Once;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
-use nix::sys::signal::{kill, Signal};
+use nix::sys::signal::kill;
+pub use nix::sys::signal::Signal;
 use nix::unistd::Pid;
 use serde_json::Value;
 
@@ -323,6 +324,13 @@ impl Cluster {
             }
             std::thread::sleep(Duration::from_millis(20));
         }
+    }
+
+    /// Freeze (SIGSTOP) or thaw (SIGCONT) a node's process: a zombie worker.
+    pub fn signal(&self, id: u64, signal: Signal) {
+        let pid = self.nodes[&id].pid().expect("the node is running");
+        kill(Pid::from_raw(pid as i32), signal).expect("signal the node");
+        say(format!("sent {signal:?} to node {id}"));
     }
 
     /// Remove a node's data directory (the node must be down).

@@ -151,6 +151,7 @@ fn status_json(s: &pb::ConnectorStatusInfo) -> Value {
         "tasks": s.tasks.iter().map(|t| json!({
             "id": t.id, "state": t.state, "worker_id": t.worker_id,
             "trace": trace(&t.trace), "generation": t.generation,
+            "fenced_commits": t.fenced_commits,
         })).collect::<Vec<_>>(),
         "type": s.r#type,
         "target_state": s.target_state,

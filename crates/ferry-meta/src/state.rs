@@ -122,6 +122,14 @@ pub struct ConnectorStatus {
     pub tasks: BTreeMap<u32, Status>,
 }
 
+/// Commits of a task that were refused for a stale generation.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct FencedCommits {
+    pub count: u64,
+    /// The stale generation of the last refused commit.
+    pub last_generation: u64,
+}
+
 /// Error traces are capped so that a crash loop cannot bloat the log.
 pub const MAX_TRACE: usize = 8 * 1024;
 
@@ -417,7 +425,9 @@ pub enum Outcome {
     },
 }
 
-/// Why a command was refused. The state is unchanged.
+/// Why a command was refused. The state is unchanged, except that an offset commit refused
+/// for a stale generation is counted (see [`ClusterState::fenced`]), so that fencing can be
+/// observed.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum Rejection {
     #[error("connector {name} not found")]
@@ -468,6 +478,10 @@ pub struct ClusterState {
     /// For sink connectors: task → the topic-partitions it owns (resolved by the scheduler
     /// from Kafka metadata).
     pub sink_partitions: BTreeMap<String, BTreeMap<u32, Vec<TopicPartitionRef>>>,
+    /// Offset commits refused because their task's generation was stale (a zombie's attempts),
+    /// per connector and task.
+    #[serde(default)]
+    pub fenced: BTreeMap<String, BTreeMap<u32, FencedCommits>>,
     /// The last generation handed out; the next is this + 1.
     pub generation: u64,
     /// Answers to recent identified requests, oldest first in `request_order`.
@@ -546,6 +560,7 @@ impl ClusterState {
                 self.status.remove(name);
                 self.offsets.remove(name);
                 self.sink_partitions.remove(name);
+                self.fenced.remove(name);
                 Ok(Outcome::Done)
             }
             Command::SetTargetState { name, target } => {
@@ -635,7 +650,7 @@ impl ClusterState {
                 generation,
                 offsets,
             } => {
-                self.check_generation(name, Some(*task), *generation)?;
+                self.check_commit(name, *task, *generation)?;
                 let stored = self.offsets.entry(name.clone()).or_default();
                 offsets.iter().for_each(|o| stored.set_sink(o));
                 Ok(Outcome::Done)
@@ -646,7 +661,7 @@ impl ClusterState {
                 generation,
                 offsets,
             } => {
-                self.check_generation(name, Some(*task), *generation)?;
+                self.check_commit(name, *task, *generation)?;
                 let stored = self.offsets.entry(name.clone()).or_default();
                 offsets.iter().for_each(|o| stored.set_source(o));
                 Ok(Outcome::Done)
@@ -661,7 +676,7 @@ impl ClusterState {
                 next,
                 payload,
             } => {
-                self.check_generation(name, Some(*task), *generation)?;
+                self.check_commit(name, *task, *generation)?;
                 let stored = self.offsets.entry(name.clone()).or_default();
                 let recorded = stored.next_offset(topic, *partition);
                 if recorded.is_some_and(|r| r != *start) {
@@ -881,6 +896,22 @@ impl ClusterState {
                 a.generation = generation;
             }
         }
+    }
+
+    /// The generation check of an offset commit; a stale one is counted in `fenced`.
+    fn check_commit(&mut self, name: &str, task: u32, generation: u64) -> Result<(), Rejection> {
+        let checked = self.check_generation(name, Some(task), generation);
+        if let Err(Rejection::StaleGeneration { .. }) = &checked {
+            let fenced = self
+                .fenced
+                .entry(name.to_string())
+                .or_default()
+                .entry(task)
+                .or_default();
+            fenced.count += 1;
+            fenced.last_generation = generation;
+        }
+        checked
     }
 
     fn check_generation(&self, name: &str, task: Option<u32>, got: u64) -> Result<(), Rejection> {

@@ -26,6 +26,7 @@ use crate::bootstrap::{decide, initializer, Decision};
 use crate::config::ClusterConfig;
 use crate::plugins::plugins;
 use crate::scheduler;
+use ferry_worker::lease::Lease;
 use ferry_worker::{KafkaSettings, LeaseSettings, Runtime, RuntimeSettings};
 use std::sync::Arc;
 
@@ -92,13 +93,14 @@ pub async fn run(config: ClusterConfig, mut shutdown: watch::Receiver<bool>) -> 
     ));
 
     let (lease_tx, lease_rx) = watch::channel(false);
+    let lease_state = Arc::new(Lease::new(LeaseSettings {
+        heartbeat_interval: Duration::from_millis(config.worker.heartbeat_interval_ms),
+        worker_timeout: Duration::from_millis(config.worker.timeout_ms),
+        disabled: config.worker.test_disable_lease,
+    }));
     let lease = tokio::spawn(ferry_worker::lease::run(
         node.clone(),
-        LeaseSettings {
-            heartbeat_interval: Duration::from_millis(config.worker.heartbeat_interval_ms),
-            worker_timeout: Duration::from_millis(config.worker.timeout_ms),
-            disabled: config.worker.test_disable_lease,
-        },
+        lease_state.clone(),
         lease_tx,
         shutdown.clone(),
     ));
@@ -113,6 +115,7 @@ pub async fn run(config: ClusterConfig, mut shutdown: watch::Receiver<bool>) -> 
                 ),
                 commit_consumer_group: config.worker.commit_consumer_group,
             },
+            lease_state,
         )
         .run(lease_rx, shutdown.clone()),
     );

@@ -33,25 +33,52 @@ pub fn held(settings: &LeaseSettings, last_acked_send: Option<Instant>, now: Ins
             .is_some_and(|sent| now.saturating_duration_since(sent) < settings.validity())
 }
 
+/// The lease as units check it, synchronously, right before they commit: after a pause of the
+/// process (SIGSTOP, a long stall) the clock has moved on and the lease is seen expired even
+/// before the heartbeat loop runs again.
+#[derive(Debug)]
+pub struct Lease {
+    settings: LeaseSettings,
+    last_acked: std::sync::Mutex<Option<Instant>>,
+}
+
+impl Lease {
+    pub fn new(settings: LeaseSettings) -> Self {
+        Lease {
+            settings,
+            last_acked: std::sync::Mutex::new(None),
+        }
+    }
+
+    pub fn held(&self) -> bool {
+        let last = *self.last_acked.lock().unwrap_or_else(|p| p.into_inner());
+        held(&self.settings, last, Instant::now())
+    }
+
+    fn acked(&self, sent: Instant) {
+        *self.last_acked.lock().unwrap_or_else(|p| p.into_inner()) = Some(sent);
+    }
+}
+
 /// Heartbeat the leader until `shutdown`; publish whether the lease is held.
 pub async fn run(
     node: MetaNode,
-    settings: LeaseSettings,
+    state: std::sync::Arc<Lease>,
     lease: watch::Sender<bool>,
     mut shutdown: watch::Receiver<bool>,
 ) {
-    let mut last_acked: Option<Instant> = None;
+    let settings = state.settings;
     loop {
         let sent = Instant::now();
         match node
             .send_heartbeat(settings.heartbeat_interval.max(Duration::from_millis(200)))
             .await
         {
-            Ok(reply) if reply.acked => last_acked = Some(sent),
+            Ok(reply) if reply.acked => state.acked(sent),
             Ok(_) => {}
             Err(e) => tracing::debug!(error = %e, "heartbeat not delivered"),
         }
-        let now_held = held(&settings, last_acked, Instant::now());
+        let now_held = state.held();
         if *lease.borrow() != now_held {
             if now_held {
                 info!("lease held: running assigned tasks");

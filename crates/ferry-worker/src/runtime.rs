@@ -83,15 +83,22 @@ pub struct Runtime {
     node: MetaNode,
     plugins: Arc<Vec<PluginDesc>>,
     settings: Arc<RuntimeSettings>,
+    lease: Arc<crate::lease::Lease>,
     running: BTreeMap<Key, Running>,
 }
 
 impl Runtime {
-    pub fn new(node: MetaNode, plugins: Arc<Vec<PluginDesc>>, settings: RuntimeSettings) -> Self {
+    pub fn new(
+        node: MetaNode,
+        plugins: Arc<Vec<PluginDesc>>,
+        settings: RuntimeSettings,
+        lease: Arc<crate::lease::Lease>,
+    ) -> Self {
         Runtime {
             node,
             plugins,
             settings: Arc::new(settings),
+            lease,
             running: BTreeMap::new(),
         }
     }
@@ -178,6 +185,7 @@ impl Runtime {
             task_config: spec.task_config.clone(),
             partitions: spec.partitions.clone(),
             settings: self.settings.clone(),
+            lease: self.lease.clone(),
         };
         info!(unit = %ctx.label(), generation = spec.generation, "starting unit");
         let (control, control_rx) = watch::channel(target);

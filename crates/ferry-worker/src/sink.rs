@@ -179,6 +179,7 @@ impl SinkLoop {
         if offsets.is_empty() {
             return Ok(());
         }
+        self.ctx.check_lease()?;
         self.ctx
             .write(Command::CommitSinkOffsets {
                 name: self.ctx.name.clone(),

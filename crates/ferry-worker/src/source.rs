@@ -180,6 +180,7 @@ impl SourceLoop {
         if offsets.is_empty() {
             return Ok(());
         }
+        self.ctx.check_lease()?;
         self.ctx
             .write(Command::CommitSourceOffsets {
                 name: self.ctx.name.clone(),

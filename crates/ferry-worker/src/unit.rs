@@ -56,6 +56,7 @@ pub struct UnitCtx {
     pub task_config: Props,
     pub partitions: Vec<TopicPartitionRef>,
     pub settings: Arc<RuntimeSettings>,
+    pub lease: Arc<crate::lease::Lease>,
 }
 
 impl UnitCtx {
@@ -87,6 +88,17 @@ impl UnitCtx {
             Err(e) => Err(Failure::Task(ConnectError::retriable(format!(
                 "the control plane is unavailable: {e}"
             )))),
+        }
+    }
+
+    /// Before committing: is the ownership lease still held? If not, the unit stops without
+    /// committing (the leader may have given its work to another worker already).
+    pub fn check_lease(&self) -> Result<(), Failure> {
+        if self.lease.held() {
+            Ok(())
+        } else {
+            warn!(unit = %self.label(), "lease lost: stopping without committing");
+            Err(Failure::Fenced)
         }
     }
 
@@ -202,6 +214,9 @@ impl SinkCommitter for RaftCommitter {
             .ctx
             .task
             .ok_or_else(|| ConnectError::fatal("a connector instance cannot commit offsets"))?;
+        if self.ctx.check_lease().is_err() {
+            return Ok(CommitOutcome::Fenced);
+        }
         let outcome = self
             .ctx
             .write(Command::CommitSinkRange {

@@ -253,7 +253,14 @@ fn generations_and_fencing() {
                 current: 2,
                 got: 1,
             }),
-            check: |s| assert_eq!(s.offsets["a"].sink["t"][&0], 10),
+            check: |s| {
+                assert_eq!(s.offsets["a"].sink["t"][&0], 10);
+                assert_eq!(
+                    s.fenced["a"][&0].count, 1,
+                    "the zombie's attempt is counted"
+                );
+                assert_eq!(s.fenced["a"][&0].last_generation, 1);
+            },
         },
         Case {
             name: "a restart fences the old run",

@@ -39,13 +39,18 @@ pub fn connector_info(
     }
 }
 
-fn task_status(state: &ClusterState, id: u32, status: &Status) -> pb::TaskStatus {
+fn task_status(state: &ClusterState, name: &str, id: u32, status: &Status) -> pb::TaskStatus {
     pb::TaskStatus {
         id,
         state: status.state.as_str().to_string(),
         worker_id: worker_id(state, status.worker),
         trace: status.trace.clone().unwrap_or_default(),
         generation: status.generation,
+        fenced_commits: state
+            .fenced
+            .get(name)
+            .and_then(|f| f.get(&id))
+            .map_or(0, |f| f.count),
     }
 }
 
@@ -67,7 +72,7 @@ pub fn status_info(
         tasks: status
             .tasks
             .iter()
-            .map(|(id, s)| task_status(state, *id, s))
+            .map(|(id, s)| task_status(state, name, *id, s))
             .collect(),
     })
 }
