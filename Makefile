@@ -24,7 +24,7 @@ e2e: build
 	$(CARGO) test -p ferry-tests --locked -- --test-threads=1 --nocapture
 
 run:
-	$(CARGO) build -p ferry-server -p ferry-cli --locked
+	$(CARGO) build -p ferry-server -p ferry-cli -p ferry-tests --bins --locked
 	./scripts/run-local.sh
 
 bench:
