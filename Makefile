@@ -28,6 +28,7 @@ run:
 	./scripts/run-local.sh
 
 bench:
+	./scripts/testbed/kcat.sh
 	$(CARGO) build --release --workspace --locked
 	FERRY_BIN_DIR=$(CURDIR)/target/release $(CURDIR)/target/release/ferry-bench
 

@@ -578,7 +578,10 @@ fn fencing_alone_rejects_a_zombies_commits_by_generation() {
         "FENCING: node {zombie} thawed; {fenced} commits of tasks {moved:?} refused by generation"
     ));
     wait_for("the zombie to stop its stale tasks", FLOW, || {
-        cluster.log_text(zombie).contains("fenced: stopped").then_some(())
+        cluster
+            .log_text(zombie)
+            .contains("fenced: stopped")
+            .then_some(())
     });
     let lines = wait_lines(&cluster, &expected, "every line despite the zombie");
     let unique: BTreeSet<String> = lines.iter().cloned().collect();

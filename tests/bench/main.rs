@@ -4,7 +4,11 @@
 //!   and from many concurrent clients (openraft batches their entries into one flush), beside
 //!   the raw rate of sled insert + flush on the same disk;
 //! - time from `ferryd` start to serving its API, and to being ready for writes;
-//! - RSS of an idle node.
+//! - RSS of an idle node;
+//! - FileStreamSink throughput beside kcat's raw consume, fail-over time, RSS under load
+//!   (`sink.rs`).
+
+mod sink;
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
@@ -191,5 +195,7 @@ fn main() -> anyhow::Result<()> {
         serving.as_millis(),
         spawned.elapsed().as_millis()
     );
+    drop(cluster);
+    sink::run()?;
     Ok(())
 }

@@ -1,0 +1,229 @@
+//! The FileStreamSink benchmark: 1,000,000 × 1 KiB records in 256 partitions of the mock
+//! broker, drained by Debian's kcat into a file (the baseline) and by Ferry's FileStreamSink
+//! over three workers; then the median fail-over time over several kills, and RSS under load.
+
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use ferry_tests::{lines_in_work_dirs, wait_for, Cluster, Kafka, Settings};
+use rdkafka::config::ClientConfig;
+use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
+
+pub const RECORDS: usize = 1_000_000;
+pub const RECORD_BYTES: usize = 1024;
+pub const PARTITIONS: i32 = 256;
+const KILLS: usize = 3;
+
+fn produce(bootstrap: &str) -> anyhow::Result<Duration> {
+    let producer: BaseProducer = ClientConfig::new()
+        .set("bootstrap.servers", bootstrap)
+        .set("linger.ms", "20")
+        .set("batch.num.messages", "10000")
+        .set("queue.buffering.max.messages", "1000000")
+        .set("queue.buffering.max.kbytes", "2097151")
+        .create()?;
+    let started = Instant::now();
+    let mut value = vec![b'x'; RECORD_BYTES];
+    for i in 0..RECORDS {
+        let tag = format!("{i:09}");
+        value[..tag.len()].copy_from_slice(tag.as_bytes());
+        let mut record = BaseRecord::<(), [u8]>::to("bench")
+            .payload(&value)
+            .partition(i as i32 % PARTITIONS);
+        loop {
+            match producer.send(record) {
+                Ok(()) => break,
+                Err((_, r)) => {
+                    record = r;
+                    producer.poll(Duration::from_millis(10));
+                }
+            }
+        }
+    }
+    producer.flush(Duration::from_secs(120))?;
+    Ok(started.elapsed())
+}
+
+fn kcat(bootstrap: &str, out: &std::path::Path) -> anyhow::Result<Duration> {
+    let file = std::fs::File::create(out)?;
+    let started = Instant::now();
+    let status = Command::new("kcat")
+        .args([
+            "-C",
+            "-b",
+            bootstrap,
+            "-t",
+            "bench",
+            "-o",
+            "beginning",
+            "-e",
+            "-q",
+        ])
+        .stdout(file)
+        .stderr(Stdio::null())
+        .status()?;
+    anyhow::ensure!(status.success(), "kcat failed: {status}");
+    Ok(started.elapsed())
+}
+
+fn rss_mib(pid: u32) -> f64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmRSS:"))?
+                .split_whitespace()
+                .nth(1)?
+                .parse::<f64>()
+                .ok()
+        })
+        .map_or(0.0, |kib| kib / 1024.0)
+}
+
+fn sink_bytes(cluster: &Cluster) -> u64 {
+    cluster
+        .nodes
+        .values()
+        .filter_map(|n| std::fs::metadata(n.work_dir.join("bench.out")).ok())
+        .map(|m| m.len())
+        .sum()
+}
+
+fn sink_task_workers(cluster: &Cluster, node: u64) -> Vec<(String, String)> {
+    let out = cluster.cli_on(&[node], &["-o", "json", "connectors", "status", "bench"]);
+    if !out.ok() {
+        return Vec::new();
+    }
+    out.json()["tasks"]
+        .as_array()
+        .map(|t| {
+            t.iter()
+                .map(|t| {
+                    (
+                        t["state"].as_str().unwrap_or_default().to_string(),
+                        t["worker_id"].as_str().unwrap_or_default().to_string(),
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+pub fn run() -> anyhow::Result<()> {
+    let kafka = Kafka::start(&[("bench", PARTITIONS)]);
+    let produced = produce(&kafka.bootstrap)?;
+    let mb = (RECORDS * RECORD_BYTES) as f64 / 1e6;
+    println!(
+        "input     {RECORDS} × {RECORD_BYTES} B records in {PARTITIONS} partitions produced in {:.1} s",
+        produced.as_secs_f64()
+    );
+    let dir = tempfile::tempdir()?;
+    let raw = kcat(&kafka.bootstrap, &dir.path().join("kcat.out"))?;
+    let kcat_rate = RECORDS as f64 / raw.as_secs_f64();
+    println!(
+        "baseline  kcat -C -e -q to a file:                  {:>9.0} records/s  {:>7.1} MB/s  ({:.2} s)",
+        kcat_rate,
+        mb / raw.as_secs_f64(),
+        raw.as_secs_f64()
+    );
+
+    let settings = Settings {
+        kafka: Some(kafka.bootstrap.clone()),
+        offset_flush_ms: 5000,
+        log_filter: "warn".into(),
+        ..Settings::default()
+    };
+    let mut cluster = Cluster::new(3, settings);
+    cluster.start_all();
+    let leader = cluster.wait_leader(Duration::from_secs(30));
+    for id in 1..=3 {
+        wait_for("workers registered", Duration::from_secs(30), || {
+            let s = cluster.status(id)?;
+            (!s["cluster_id"].as_str()?.is_empty()).then_some(())
+        });
+    }
+    std::thread::sleep(Duration::from_secs(1));
+    let file = cluster.connector_file(
+        "bench",
+        &[
+            ("connector.class", "FileStreamSink"),
+            ("topics", "bench"),
+            ("tasks.max", "6"),
+            ("file", "bench.out"),
+        ],
+    );
+    let target = (RECORDS * (RECORD_BYTES + 1)) as u64;
+    let started = Instant::now();
+    cluster.cli(
+        leader,
+        &["connectors", "create", "-f", &file.to_string_lossy()],
+    );
+    let mut peak_rss: f64 = 0.0;
+    let took = wait_for(
+        "the sink to write every record",
+        Duration::from_secs(600),
+        || {
+            for node in cluster.nodes.values() {
+                if let Some(pid) = node.pid() {
+                    peak_rss = peak_rss.max(rss_mib(pid));
+                }
+            }
+            (sink_bytes(&cluster) >= target).then(|| started.elapsed())
+        },
+    );
+    let rate = RECORDS as f64 / took.as_secs_f64();
+    println!(
+        "ferry     FileStreamSink, 6 tasks on 3 workers:     {:>9.0} records/s  {:>7.1} MB/s  ({:.2} s; {:.0}% of kcat)",
+        rate,
+        mb / took.as_secs_f64(),
+        took.as_secs_f64(),
+        100.0 * rate / kcat_rate
+    );
+    println!("memory    worker RSS under load (peak of 3):         {peak_rss:>9.1} MiB");
+    let lines = lines_in_work_dirs(&cluster, "bench.out").len();
+    anyhow::ensure!(
+        lines >= RECORDS,
+        "the sink wrote {lines} lines, fewer than {RECORDS}"
+    );
+
+    // Fail-over: kill -9 a non-leader worker running sink tasks; time until its tasks run
+    // elsewhere; bring it back; several times.
+    let mut times = Vec::new();
+    for _ in 0..KILLS {
+        let leader = cluster.wait_leader(Duration::from_secs(30));
+        wait_for("all sink tasks running", Duration::from_secs(60), || {
+            let t = sink_task_workers(&cluster, leader);
+            (t.len() == 6 && t.iter().all(|(s, _)| s == "RUNNING")).then_some(())
+        });
+        let victim = (1..=3).filter(|id| *id != leader).find(|id| {
+            sink_task_workers(&cluster, leader)
+                .iter()
+                .any(|(_, w)| *w == cluster.node(*id).api)
+        });
+        let Some(victim) = victim else { break };
+        let api = cluster.node(victim).api.clone();
+        let killed = Instant::now();
+        cluster.kill9(victim);
+        let took = wait_for("tasks moved", Duration::from_secs(60), || {
+            let t = sink_task_workers(&cluster, leader);
+            (t.len() == 6 && t.iter().all(|(s, w)| s == "RUNNING" && *w != api))
+                .then(|| killed.elapsed())
+        });
+        times.push(took);
+        cluster.start(victim);
+        std::thread::sleep(Duration::from_secs(4));
+    }
+    times.sort();
+    if let Some(median) = times.get(times.len() / 2) {
+        println!(
+            "failover  median over {} kills of a sink worker:    {:>9} ms  (all: {:?} ms; worker timeout {} ms)",
+            times.len(),
+            median.as_millis(),
+            times.iter().map(|t| t.as_millis()).collect::<Vec<_>>(),
+            Settings::default().worker_timeout_ms
+        );
+    }
+    drop(cluster);
+    drop(kafka);
+    Ok(())
+}
