@@ -227,6 +227,18 @@ fn task_workers(cluster: &Cluster, node: u64, name: &str) -> Vec<(String, String
         .unwrap_or_default()
 }
 
+/// A follower (not the leader) that runs at least one task of the "sink" connector.
+fn follower_running_sink_tasks(cluster: &Cluster, leader: u64) -> u64 {
+    let workers = task_workers(cluster, leader, "sink");
+    cluster
+        .nodes
+        .keys()
+        .copied()
+        .filter(|id| *id != leader)
+        .find(|id| workers.iter().any(|(_, w)| *w == cluster.node(*id).api))
+        .expect("a follower runs sink tasks")
+}
+
 fn wait_lines(cluster: &Cluster, expected: &BTreeSet<String>, what: &str) -> Vec<String> {
     wait_for(what, FLOW, || {
         let lines = lines_in_work_dirs(cluster, "sink.out");
@@ -249,14 +261,7 @@ fn seed_000_fail_over_kill_9_of_a_sink_worker_while_records_flow_loses_nothing()
     let writer = Writer::start(input.clone(), 0, 30_000, 250);
     std::thread::sleep(Duration::from_secs(2));
     // A non-leader worker that runs sink tasks.
-    let victim = (1..=3)
-        .filter(|id| *id != leader)
-        .find(|id| {
-            task_workers(&cluster, leader, "sink")
-                .iter()
-                .any(|(_, w)| *w == cluster.node(*id).api)
-        })
-        .expect("a follower runs sink tasks");
+    let victim = follower_running_sink_tasks(&cluster, leader);
     let victim_api = cluster.node(victim).api.clone();
     let moved: usize = task_workers(&cluster, leader, "sink")
         .iter()
@@ -525,14 +530,7 @@ fn zombie_scenario(disable_lease: bool) -> (Kafka, Cluster, u64, u64, Vec<u64>, 
     });
     let writer = Writer::start(input.clone(), 0, 20_000, 200);
     std::thread::sleep(Duration::from_secs(2));
-    let zombie = (1..=3)
-        .filter(|id| *id != leader)
-        .find(|id| {
-            task_workers(&cluster, leader, "sink")
-                .iter()
-                .any(|(_, w)| *w == cluster.node(*id).api)
-        })
-        .expect("a follower runs sink tasks");
+    let zombie = follower_running_sink_tasks(&cluster, leader);
     let zombie_api = cluster.node(zombie).api.clone();
     let moved: Vec<u64> = task_workers(&cluster, leader, "sink")
         .iter()

@@ -49,23 +49,39 @@ async fn client(addr: &str) -> anyhow::Result<ManagementClient<Channel>> {
     Ok(ManagementClient::connect(format!("http://{addr}")).await?)
 }
 
-fn put_request(i: usize, client: usize) -> pb::PutConnectorConfigRequest {
-    let name = format!("bench-{client}-{i}");
+/// The benchmark's write: "stop" of a connector that is already STOPPED, each with its own
+/// request id. A real, durable Raft commit (one API call, one log entry) that no worker reacts
+/// to, so the figures measure the control plane alone.
+fn write_request(i: usize, client: usize) -> pb::WriteConnectorRequest {
+    pb::WriteConnectorRequest {
+        name: "bench".to_string(),
+        request_id: format!("bench-{client}-{i}"),
+    }
+}
+
+/// Create the STOPPED connector the benchmark writes to.
+async fn prepare(addr: &str) -> anyhow::Result<()> {
+    let mut c = client(addr).await?;
     let config: HashMap<String, String> = [
         ("connector.class", "FileStreamSink"),
         ("topics", "bench"),
         ("file", "bench.out"),
-        ("tasks.max", "1"),
     ]
     .iter()
     .map(|(k, v)| (k.to_string(), v.to_string()))
     .collect();
-    pb::PutConnectorConfigRequest {
-        name,
+    c.create_connector(pb::CreateConnectorRequest {
+        name: "bench".into(),
         config,
-        request_id: format!("bench-{client}-{i}"),
-        expected_version: None,
-    }
+        request_id: String::new(),
+    })
+    .await?;
+    c.stop_connector(pb::WriteConnectorRequest {
+        name: "bench".into(),
+        request_id: String::new(),
+    })
+    .await?;
+    Ok(())
 }
 
 fn percentile(sorted: &[Duration], p: f64) -> Duration {
@@ -82,7 +98,7 @@ async fn sequential(addr: &str, tag: usize) -> anyhow::Result<(f64, Duration, Du
     let started = Instant::now();
     for i in 0..SEQUENTIAL {
         let t = Instant::now();
-        c.put_connector_config(put_request(i, tag)).await?;
+        c.stop_connector(write_request(i, tag)).await?;
         latencies.push(t.elapsed());
     }
     let rate = SEQUENTIAL as f64 / started.elapsed().as_secs_f64();
@@ -102,9 +118,7 @@ async fn concurrent(addr: &str) -> anyhow::Result<f64> {
         tasks.push(tokio::spawn(async move {
             let mut client = client(&addr).await?;
             for i in 0..PER_CLIENT {
-                client
-                    .put_connector_config(put_request(i, 1000 + c))
-                    .await?;
+                client.stop_connector(write_request(i, 1000 + c)).await?;
             }
             anyhow::Ok(())
         }));
@@ -147,6 +161,7 @@ fn main() -> anyhow::Result<()> {
     let leader_addr = cluster.node(leader).api.clone();
     let follower_addr = cluster.node(follower).api.clone();
     let runtime = tokio::runtime::Runtime::new()?;
+    runtime.block_on(prepare(&leader_addr))?;
     let (rate, p50, p99) = runtime.block_on(sequential(&leader_addr, 1))?;
     println!(
         "raft      one client on the leader:                {rate:>9.0} commits/s  (p50 {:.2} ms, p99 {:.2} ms; {:.0}% of baseline)",

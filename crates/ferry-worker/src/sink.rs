@@ -51,11 +51,7 @@ impl SinkLoop {
             ))
             .into());
         };
-        let kafka = ctx.settings.kafka.clone().ok_or_else(|| {
-            ConnectError::fatal(
-                "no [kafka] section in cluster.toml: sink tasks need bootstrap_servers",
-            )
-        })?;
+        let kafka = ctx.kafka()?;
         let (key, value) = converters(&ctx.connector_config)?;
         let mut task = factory(&ctx.task_config)?;
         task.start(SinkTaskContext {

@@ -44,11 +44,7 @@ impl SourceLoop {
             ))
             .into());
         };
-        let kafka = ctx.settings.kafka.clone().ok_or_else(|| {
-            ConnectError::fatal(
-                "no [kafka] section in cluster.toml: source tasks need bootstrap_servers",
-            )
-        })?;
+        let kafka = ctx.kafka()?;
         let (key, value) = converters(&ctx.connector_config)?;
         let mut config = kafka.client_config();
         config

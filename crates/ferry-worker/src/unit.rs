@@ -91,6 +91,16 @@ impl UnitCtx {
         }
     }
 
+    /// The Kafka settings tasks need, or a clear error if `cluster.toml` has none.
+    pub fn kafka(&self) -> Result<crate::kafka::KafkaSettings, ConnectError> {
+        self.settings.kafka.clone().ok_or_else(|| {
+            ConnectError::fatal(format!(
+                "{}: no [kafka] section in cluster.toml; tasks need kafka.bootstrap_servers",
+                self.label()
+            ))
+        })
+    }
+
     /// Before committing: is the ownership lease still held? If not, the unit stops without
     /// committing (the leader may have given its work to another worker already).
     pub fn check_lease(&self) -> Result<(), Failure> {
