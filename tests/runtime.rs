@@ -602,3 +602,157 @@ fn with_the_lease_a_zombie_stops_its_tasks_by_itself() {
         "LEASE: node {zombie} stopped tasks {moved:?} by itself; no fenced commit"
     ));
 }
+
+#[test]
+fn a_failing_task_shows_failed_with_its_trace_and_recovers_through_the_api() {
+    let kafka = Kafka::start(&[("lines", 2)]);
+    let (cluster, leader) = started(3, &kafka, Settings::default());
+    let (input, lines) = write_input(&cluster, 500);
+    create(
+        &cluster,
+        leader,
+        "source",
+        &[
+            ("connector.class", "FileStreamSource"),
+            ("file", &input.to_string_lossy()),
+            ("topic", "lines"),
+        ],
+    );
+    // A file in a directory that does not exist: the tasks cannot start.
+    create(
+        &cluster,
+        leader,
+        "sink",
+        &[
+            ("connector.class", "FileStreamSink"),
+            ("topics", "lines"),
+            ("tasks.max", "2"),
+            ("file", "/nonexistent-dir/sink.out"),
+        ],
+    );
+    let status = wait_for("the sink tasks FAILED", FLOW, || {
+        let status = cluster.json(leader, &["connectors", "status", "sink"]);
+        let tasks = status["tasks"].as_array()?.clone();
+        (tasks.len() == 2 && tasks.iter().all(|t| t["state"] == "FAILED")).then_some(status)
+    });
+    let trace = status["tasks"][0]["trace"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    assert!(
+        trace.contains("/nonexistent-dir/sink.out"),
+        "the trace names the file: {trace}"
+    );
+    let generation = status["tasks"][0]["generation"]
+        .as_u64()
+        .unwrap_or_default();
+    // Restarting only the failed ones runs them again (and they fail again, under a new generation).
+    cluster.cli(
+        leader,
+        &[
+            "connectors",
+            "restart",
+            "sink",
+            "--include-tasks",
+            "--only-failed",
+        ],
+    );
+    wait_for("a new generation of the failed task", FLOW, || {
+        let status = cluster.json(leader, &["connectors", "status", "sink"]);
+        (status["tasks"][0]["generation"].as_u64() > Some(generation)
+            && status["tasks"][0]["state"] == "FAILED")
+            .then_some(())
+    });
+    // A fixed config brings them up, and everything arrives.
+    let fixed = cluster.connector_file(
+        "sink",
+        &[
+            ("connector.class", "FileStreamSink"),
+            ("topics", "lines"),
+            ("tasks.max", "2"),
+            ("file", "sink.out"),
+        ],
+    );
+    cluster.cli(
+        leader,
+        &[
+            "connectors",
+            "config",
+            "sink",
+            "-f",
+            &fixed.to_string_lossy(),
+        ],
+    );
+    wait_lines(&cluster, &lines, "every line after the fix");
+    let status = cluster.json(leader, &["connectors", "status", "sink"]);
+    assert!(
+        status["tasks"]
+            .as_array()
+            .expect("tasks")
+            .iter()
+            .all(|t| t["state"] == "RUNNING"),
+        "{status}"
+    );
+
+    // Deleting the connector stops its tasks: new lines are not written any more.
+    cluster.cli(leader, &["connectors", "delete", "sink"]);
+    std::thread::sleep(Duration::from_secs(2));
+    let before = lines_in_work_dirs(&cluster, "sink.out").len();
+    Writer::start(input.clone(), 500, 200, 200).finish();
+    std::thread::sleep(Duration::from_secs(3));
+    assert_eq!(
+        lines_in_work_dirs(&cluster, "sink.out").len(),
+        before,
+        "a deleted sink writes nothing"
+    );
+}
+
+#[test]
+fn a_regex_sink_picks_up_topics_created_later() {
+    let kafka = Kafka::start(&[]);
+    let (cluster, leader) = started(3, &kafka, Settings::default());
+    create(
+        &cluster,
+        leader,
+        "sink",
+        &[
+            ("connector.class", "FileStreamSink"),
+            ("topics.regex", "extra-.*"),
+            ("tasks.max", "2"),
+            ("file", "sink.out"),
+        ],
+    );
+    // The topic appears only now, auto-created by the source's producer.
+    let (input, lines) = write_input(&cluster, 300);
+    create(
+        &cluster,
+        leader,
+        "source",
+        &[
+            ("connector.class", "FileStreamSource"),
+            ("file", &input.to_string_lossy()),
+            ("topic", "extra-1"),
+        ],
+    );
+    let started = Instant::now();
+    wait_lines(
+        &cluster,
+        &lines,
+        "the lines of a topic created after the sink",
+    );
+    let tasks = cluster.json(leader, &["connectors", "tasks", "sink"]);
+    let owned: usize = tasks
+        .as_array()
+        .expect("tasks")
+        .iter()
+        .map(|t| t["partitions"].as_array().map_or(0, Vec::len))
+        .sum();
+    assert!(
+        owned > 0,
+        "the new topic's partitions were spread over the tasks: {tasks}"
+    );
+    say(format!(
+        "REGEX: a new topic's records reached the sink {} ms after its source started",
+        started.elapsed().as_millis()
+    ));
+}
