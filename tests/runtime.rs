@@ -63,10 +63,43 @@ fn sink_offsets(cluster: &Cluster, node: u64, name: &str) -> BTreeMap<i64, i64> 
         .unwrap_or_default()
 }
 
+/// Offsets committed to a consumer group, per partition (as lag tools read them).
+fn group_offsets(kafka: &Kafka, group: &str, topic: &str, partitions: i32) -> BTreeMap<i64, i64> {
+    use rdkafka::consumer::{BaseConsumer, Consumer};
+    let consumer: BaseConsumer = match rdkafka::ClientConfig::new()
+        .set("bootstrap.servers", &kafka.bootstrap)
+        .set("group.id", group)
+        .create()
+    {
+        Ok(c) => c,
+        Err(_) => return BTreeMap::new(),
+    };
+    let mut tpl = rdkafka::TopicPartitionList::new();
+    for p in 0..partitions {
+        tpl.add_partition(topic, p);
+    }
+    consumer
+        .committed_offsets(tpl, Duration::from_secs(5))
+        .map(|tpl| {
+            tpl.elements()
+                .iter()
+                .filter_map(|e| match e.offset() {
+                    rdkafka::Offset::Offset(o) => Some((i64::from(e.partition()), o)),
+                    _ => None,
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 #[test]
 fn file_source_to_a_topic_to_file_sinks_delivers_every_line_through_every_partition_and_task() {
     let kafka = Kafka::start(&[("lines", 3)]);
-    let (cluster, leader) = started(3, &kafka, Settings::default());
+    let settings = Settings {
+        commit_consumer_group: true,
+        ..Settings::default()
+    };
+    let (cluster, leader) = started(3, &kafka, settings);
     let (input, expected) = write_input(&cluster, 10_000);
     let started = Instant::now();
     create(
@@ -115,6 +148,12 @@ fn file_source_to_a_topic_to_file_sinks_delivers_every_line_through_every_partit
             .then_some(offsets)
     });
     assert!(offsets.values().all(|o| *o > 0), "{offsets:?}");
+    // Lag tools see the same offsets in the connect-sink consumer group.
+    let group = wait_for("the connect-sink group's offsets", FLOW, || {
+        let group = group_offsets(&kafka, "connect-sink", "lines", 3);
+        (group == offsets).then_some(group)
+    });
+    say(format!("GROUP: connect-sink committed {group:?}"));
     let tasks = cluster.json(leader, &["connectors", "tasks", "sink"]);
     let owned: Vec<usize> = tasks
         .as_array()

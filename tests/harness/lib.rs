@@ -87,6 +87,8 @@ pub struct Settings {
     pub offset_flush_ms: u64,
     /// Test-only: the nodes never give up their ownership lease.
     pub disable_lease: bool,
+    /// Also commit sink offsets to the `connect-<name>` consumer groups.
+    pub commit_consumer_group: bool,
 }
 
 impl Default for Settings {
@@ -105,6 +107,7 @@ impl Default for Settings {
             worker_timeout_ms: 3000,
             offset_flush_ms: 1000,
             disable_lease: false,
+            commit_consumer_group: false,
         }
     }
 }
@@ -235,8 +238,8 @@ impl Cluster {
             s.heartbeat_ms, s.election_min_ms, s.election_max_ms, s.snapshot_logs, s.logs_to_keep
         ));
         text.push_str(&format!(
-            "\n[worker]\nheartbeat_interval_ms = {}\ntimeout_ms = {}\noffset_flush_interval_ms = {}\ntest_disable_lease = {}\n",
-            s.worker_heartbeat_ms, s.worker_timeout_ms, s.offset_flush_ms, s.disable_lease
+            "\n[worker]\nheartbeat_interval_ms = {}\ntimeout_ms = {}\noffset_flush_interval_ms = {}\ntest_disable_lease = {}\ncommit_consumer_group = {}\n",
+            s.worker_heartbeat_ms, s.worker_timeout_ms, s.offset_flush_ms, s.disable_lease, s.commit_consumer_group
         ));
         if let Some(bootstrap) = &s.kafka {
             text.push_str(&format!("\n[kafka]\nbootstrap_servers = {bootstrap:?}\n"));
