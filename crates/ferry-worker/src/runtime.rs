@@ -85,6 +85,9 @@ pub struct Runtime {
     settings: Arc<RuntimeSettings>,
     lease: Arc<crate::lease::Lease>,
     running: BTreeMap<Key, Running>,
+    /// Units told to stop and still finishing (a final commit, closing files): the next run of
+    /// the same unit waits for them, so two runs never write at once.
+    stopping: BTreeMap<Key, JoinHandle<()>>,
 }
 
 impl Runtime {
@@ -100,6 +103,7 @@ impl Runtime {
             settings: Arc::new(settings),
             lease,
             running: BTreeMap::new(),
+            stopping: BTreeMap::new(),
         }
     }
 
@@ -124,6 +128,9 @@ impl Runtime {
             running.stop.send_replace(true);
             let _ = tokio::time::timeout(Duration::from_secs(15), running.handle).await;
         }
+        for (_, handle) in std::mem::take(&mut self.stopping) {
+            let _ = tokio::time::timeout(Duration::from_secs(15), handle).await;
+        }
     }
 
     fn reconcile(&mut self, lease_held: bool) {
@@ -145,9 +152,10 @@ impl Runtime {
                 debug!(connector = %key.0, task = ?key.1, "stopping unit");
                 running.stop.send_replace(true);
                 // It finishes on its own (final commit, which is fenced if it moved).
-                drop(running.handle);
+                self.stopping.insert(key, running.handle);
             }
         }
+        self.stopping.retain(|_, handle| !handle.is_finished());
         for (key, (spec, target)) in desired {
             if let Some(running) = self.running.get(&key) {
                 running.control.send_if_modified(|t| {
@@ -155,6 +163,10 @@ impl Runtime {
                     *t = target;
                     changed
                 });
+                continue;
+            }
+            if self.stopping.contains_key(&key) {
+                // Its previous run is still finishing; start it on a later pass.
                 continue;
             }
             if let Some(running) = self.start(&key, spec, target) {
