@@ -37,6 +37,20 @@ fn write_input(cluster: &Cluster, lines: usize) -> (std::path::PathBuf, BTreeSet
     (path, all.into_iter().collect())
 }
 
+/// A FileStreamSource of `input` into `topic`.
+fn create_source(cluster: &Cluster, node: u64, input: &std::path::Path, topic: &str) {
+    create(
+        cluster,
+        node,
+        "source",
+        &[
+            ("connector.class", "FileStreamSource"),
+            ("file", &input.to_string_lossy()),
+            ("topic", topic),
+        ],
+    );
+}
+
 fn create(cluster: &Cluster, node: u64, name: &str, config: &[(&str, &str)]) {
     let file = cluster.connector_file(name, config);
     cluster.cli(
@@ -102,16 +116,7 @@ fn file_source_to_a_topic_to_file_sinks_delivers_every_line_through_every_partit
     let (cluster, leader) = started(3, &kafka, settings);
     let (input, expected) = write_input(&cluster, 10_000);
     let started = Instant::now();
-    create(
-        &cluster,
-        leader,
-        "source",
-        &[
-            ("connector.class", "FileStreamSource"),
-            ("file", &input.to_string_lossy()),
-            ("topic", "lines"),
-        ],
-    );
+    create_source(&cluster, leader, &input, "lines");
     create(
         &cluster,
         leader,
@@ -225,16 +230,7 @@ impl Drop for Writer {
 }
 
 fn pipeline(cluster: &Cluster, node: u64, input: &std::path::Path, tasks: &str) {
-    create(
-        cluster,
-        node,
-        "source",
-        &[
-            ("connector.class", "FileStreamSource"),
-            ("file", &input.to_string_lossy()),
-            ("topic", "lines"),
-        ],
-    );
+    create_source(cluster, node, input, "lines");
     create(
         cluster,
         node,
@@ -647,16 +643,7 @@ fn a_failing_task_shows_failed_with_its_trace_and_recovers_through_the_api() {
     let kafka = Kafka::start(&[("lines", 2)]);
     let (cluster, leader) = started(3, &kafka, Settings::default());
     let (input, lines) = write_input(&cluster, 500);
-    create(
-        &cluster,
-        leader,
-        "source",
-        &[
-            ("connector.class", "FileStreamSource"),
-            ("file", &input.to_string_lossy()),
-            ("topic", "lines"),
-        ],
-    );
+    create_source(&cluster, leader, &input, "lines");
     // A file in a directory that does not exist: the tasks cannot start.
     create(
         &cluster,
@@ -763,16 +750,7 @@ fn a_regex_sink_picks_up_topics_created_later() {
     );
     // The topic appears only now, auto-created by the source's producer.
     let (input, lines) = write_input(&cluster, 300);
-    create(
-        &cluster,
-        leader,
-        "source",
-        &[
-            ("connector.class", "FileStreamSource"),
-            ("file", &input.to_string_lossy()),
-            ("topic", "extra-1"),
-        ],
-    );
+    create_source(&cluster, leader, &input, "extra-1");
     let started = Instant::now();
     wait_lines(
         &cluster,

@@ -175,9 +175,8 @@ impl SinkLoop {
         if offsets.is_empty() {
             return Ok(());
         }
-        self.ctx.check_lease()?;
         self.ctx
-            .write(Command::CommitSinkOffsets {
+            .commit(Command::CommitSinkOffsets {
                 name: self.ctx.name.clone(),
                 task: self.ctx.task.unwrap_or_default(),
                 generation: self.ctx.generation,

@@ -176,9 +176,8 @@ impl SourceLoop {
         if offsets.is_empty() {
             return Ok(());
         }
-        self.ctx.check_lease()?;
         self.ctx
-            .write(Command::CommitSourceOffsets {
+            .commit(Command::CommitSourceOffsets {
                 name: self.ctx.name.clone(),
                 task: self.ctx.task.unwrap_or_default(),
                 generation: self.ctx.generation,

@@ -112,6 +112,12 @@ impl UnitCtx {
         }
     }
 
+    /// Commit offsets: only while the lease is held, refused (fenced) for a stale generation.
+    pub async fn commit(&self, command: Command) -> Result<(), Failure> {
+        self.check_lease()?;
+        self.write(command).await.map(|_| ())
+    }
+
     /// Report this unit's status.
     pub async fn report(&self, state: RunState, trace: Option<String>) -> Result<(), Failure> {
         self.write(Command::ReportStatus {
