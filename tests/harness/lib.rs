@@ -1,5 +1,7 @@
 //! Test harness: real `ferryd` processes on loopback with ephemeral ports, the real `ferry`
-//! CLI, and waits with deadlines (never fixed sleeps).
+//! CLI, and waits with deadlines (never fixed sleeps); and the fault suite's checkers.
+
+pub mod jepsen;
 
 use std::collections::BTreeMap;
 use std::fs;
