@@ -136,7 +136,8 @@ pub fn check_one<M: Model>(model: &M, ops: &[&Op<M::Input, M::Output>]) -> bool 
 
 /// Check every key on its own (linearizability is compositional); the keys that fail.
 pub fn check<M: Model>(model: &M, ops: &[Op<M::Input, M::Output>]) -> Vec<String> {
-    let mut by_key: BTreeMap<&str, Vec<&Op<M::Input, M::Output>>> = BTreeMap::new();
+    type Ops<'a, M> = Vec<&'a Op<<M as Model>::Input, <M as Model>::Output>>;
+    let mut by_key: BTreeMap<&str, Ops<M>> = BTreeMap::new();
     for op in ops {
         by_key.entry(op.key.as_str()).or_default().push(op);
     }
