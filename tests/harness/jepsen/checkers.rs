@@ -1,0 +1,198 @@
+//! The fault suite's record checkers: loss, duplicates, single ownership on effects, and offsets
+//! that never move backwards without a reset. Each returns a verdict that says what it saw.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+/// A produced record: its unique number and where the broker put it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Produced {
+    pub id: u64,
+    pub partition: i32,
+    pub offset: i64,
+}
+
+/// What the loss and duplicate checkers found.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Delivery {
+    pub produced: usize,
+    pub delivered: usize,
+    /// Records the broker still held (at or above its low watermark) that never arrived.
+    pub lost: Vec<u64>,
+    /// Records that never arrived but the broker had already discarded: not counted as lost,
+    /// reported so that a test can require none.
+    pub unverifiable: Vec<u64>,
+    /// Deliveries beyond the first of a record.
+    pub duplicates: usize,
+}
+
+impl Delivery {
+    /// No loss; with `exactly_once`, no duplicate either.
+    pub fn passes(&self, exactly_once: bool) -> bool {
+        self.lost.is_empty() && (!exactly_once || self.duplicates == 0)
+    }
+}
+
+/// Check every produced record against the delivered ones (sink output and DLQ together),
+/// first confirming from the low watermarks that the broker still held each missing one.
+pub fn delivery(
+    produced: &[Produced],
+    delivered: &[u64],
+    low_watermarks: &BTreeMap<i32, i64>,
+) -> Delivery {
+    let mut counts: BTreeMap<u64, usize> = BTreeMap::new();
+    for id in delivered {
+        *counts.entry(*id).or_default() += 1;
+    }
+    let mut lost = Vec::new();
+    let mut unverifiable = Vec::new();
+    for p in produced {
+        if counts.contains_key(&p.id) {
+            continue;
+        }
+        let held = low_watermarks
+            .get(&p.partition)
+            .is_none_or(|low| p.offset >= *low);
+        if held {
+            lost.push(p.id);
+        } else {
+            unverifiable.push(p.id);
+        }
+    }
+    let produced_ids: BTreeSet<u64> = produced.iter().map(|p| p.id).collect();
+    Delivery {
+        produced: produced.len(),
+        delivered: counts.keys().filter(|id| produced_ids.contains(id)).count(),
+        lost,
+        unverifiable,
+        duplicates: counts.values().map(|c| c - 1).sum(),
+    }
+}
+
+/// One committed effect of a task: which partition, under which generation, by which worker.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Effect {
+    pub partition: i32,
+    pub worker: u64,
+    pub generation: u64,
+}
+
+/// Committed effects, in commit order, that came from a generation older than one already
+/// committed for the same partition: two owners' work both counted.
+pub fn single_owner(effects: &[Effect]) -> Vec<Effect> {
+    let mut newest: BTreeMap<i32, u64> = BTreeMap::new();
+    let mut violations = Vec::new();
+    for e in effects {
+        let latest = newest.entry(e.partition).or_insert(e.generation);
+        if e.generation < *latest {
+            violations.push(e.clone());
+        } else {
+            *latest = e.generation;
+        }
+    }
+    violations
+}
+
+/// An observation of a committed offset, or an explicit reset.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum OffsetEvent {
+    Observed { partition: i32, offset: i64 },
+    Reset,
+}
+
+/// Observations where a partition's committed offset went backwards with no reset between.
+pub fn offsets_monotonic(events: &[OffsetEvent]) -> Vec<(i32, i64, i64)> {
+    let mut last: BTreeMap<i32, i64> = BTreeMap::new();
+    let mut violations = Vec::new();
+    for e in events {
+        match e {
+            OffsetEvent::Reset => last.clear(),
+            OffsetEvent::Observed { partition, offset } => {
+                if let Some(prev) = last.get(partition) {
+                    if offset < prev {
+                        violations.push((*partition, *prev, *offset));
+                    }
+                }
+                let entry = last.entry(*partition).or_insert(*offset);
+                *entry = (*entry).max(*offset);
+            }
+        }
+    }
+    violations
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn produced(n: u64) -> Vec<Produced> {
+        (0..n)
+            .map(|id| Produced {
+                id,
+                partition: (id % 2) as i32,
+                offset: (id / 2) as i64,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn every_record_once_passes_even_exactly_once() {
+        let v = delivery(
+            &produced(10),
+            &(0..10).collect::<Vec<_>>(),
+            &BTreeMap::new(),
+        );
+        assert!(v.passes(true), "{v:?}");
+        assert_eq!((v.produced, v.delivered, v.duplicates), (10, 10, 0));
+    }
+
+    #[test]
+    fn a_lost_record_fails() {
+        let delivered: Vec<u64> = (0..10).filter(|id| *id != 7).collect();
+        let v = delivery(&produced(10), &delivered, &BTreeMap::new());
+        assert_eq!(v.lost, vec![7]);
+        assert!(!v.passes(false));
+    }
+
+    #[test]
+    fn a_record_the_broker_discarded_is_unverifiable_not_lost() {
+        let delivered: Vec<u64> = (1..10).collect();
+        // Record 0 sits at offset 0 of partition 0, below the low watermark 1.
+        let v = delivery(&produced(10), &delivered, &BTreeMap::from([(0, 1)]));
+        assert!(v.lost.is_empty());
+        assert_eq!(v.unverifiable, vec![0]);
+    }
+
+    #[test]
+    fn duplicates_are_counted_and_fail_exactly_once_only() {
+        let mut delivered: Vec<u64> = (0..10).collect();
+        delivered.extend([3, 3, 4]);
+        let v = delivery(&produced(10), &delivered, &BTreeMap::new());
+        assert_eq!(v.duplicates, 3);
+        assert!(v.passes(false));
+        assert!(!v.passes(true));
+    }
+
+    #[test]
+    fn a_late_zombie_commit_breaks_single_ownership() {
+        let e = |partition, worker, generation| Effect {
+            partition,
+            worker,
+            generation,
+        };
+        assert!(single_owner(&[e(0, 1, 1), e(1, 2, 2), e(0, 3, 3), e(0, 3, 3)]).is_empty());
+        let zombie = single_owner(&[e(0, 1, 1), e(0, 3, 3), e(0, 1, 1)]);
+        assert_eq!(zombie, vec![e(0, 1, 1)]);
+    }
+
+    #[test]
+    fn offsets_go_backwards_only_after_a_reset() {
+        let o = |partition, offset| OffsetEvent::Observed { partition, offset };
+        assert!(
+            offsets_monotonic(&[o(0, 5), o(1, 2), o(0, 9), OffsetEvent::Reset, o(0, 0)]).is_empty()
+        );
+        assert_eq!(
+            offsets_monotonic(&[o(0, 5), o(0, 9), o(0, 7)]),
+            vec![(0, 9, 7)]
+        );
+    }
+}
