@@ -911,3 +911,62 @@ fn secrets_are_never_returned_or_logged_even_at_trace_level() {
         assert!(!log.contains(SECRET), "node {id} logged a secret");
     }
 }
+
+#[test]
+fn an_isolated_leader_is_replaced_and_catches_up_after_the_partition_heals() {
+    let settings = Settings {
+        proxied: true,
+        ..Settings::default()
+    };
+    let (cluster, leader) = started(3, settings);
+    assert!(cluster.create_sink(leader, "before").ok());
+    let majority: Vec<u64> = (1..=3).filter(|id| *id != leader).collect();
+    let cut_at = Instant::now();
+    cluster.isolate(leader);
+    let new_leader = cluster.wait_leader_among(&majority, FAILOVER);
+    say(format!(
+        "PARTITION: leader {leader} isolated; node {new_leader} leads the majority after {} ms",
+        cut_at.elapsed().as_millis()
+    ));
+    assert_ne!(new_leader, leader);
+    let during = cluster.create_sink(majority[0], "during");
+    assert!(during.ok(), "the majority serves writes: {during:?}");
+    cluster.heal();
+    wait_for(
+        "the old leader to see the majority's write",
+        FAILOVER,
+        || {
+            let out = cluster.cli_on(&[leader], &["-o", "json", "connectors", "list"]);
+            (out.ok()
+                && out
+                    .json()
+                    .as_array()
+                    .is_some_and(|l| l.iter().any(|n| n == "during")))
+            .then_some(())
+        },
+    );
+    let id = cluster_id(&cluster, leader);
+    assert_eq!(id, cluster_id(&cluster, new_leader));
+}
+
+#[test]
+fn the_cli_follows_the_leader_when_its_node_cannot_reach_it() {
+    let settings = Settings {
+        proxied: true,
+        request_timeout_ms: 3000,
+        ..Settings::default()
+    };
+    let (cluster, leader) = started(3, settings);
+    let follower = follower_of(&cluster, leader);
+    // The follower still hears the leader, but cannot send to it: it cannot forward writes.
+    cluster.cut(follower, leader);
+    let status = cluster.status(follower).expect("status");
+    assert_eq!(status["leader_id"].as_u64(), Some(leader), "{status}");
+    let created = cluster.create_sink(follower, "followed");
+    assert!(
+        created.ok(),
+        "the CLI tried the leader the node named: {created:?}"
+    );
+    assert_eq!(config_on(&cluster, leader, "followed")["topics"], "test1");
+    cluster.heal();
+}

@@ -2,6 +2,7 @@
 //! CLI, and waits with deadlines (never fixed sleeps); and the fault suite's checkers.
 
 pub mod jepsen;
+pub mod proxy;
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -91,6 +92,10 @@ pub struct Settings {
     pub disable_lease: bool,
     /// Also commit sink offsets to the `connect-<name>` consumer groups.
     pub commit_consumer_group: bool,
+    /// Route all node-to-node traffic through a proxy per directed pair (see [`Cluster::cut`]).
+    pub proxied: bool,
+    /// How long a write or a linearizable read waits for a leader.
+    pub request_timeout_ms: u64,
 }
 
 impl Default for Settings {
@@ -110,6 +115,8 @@ impl Default for Settings {
             offset_flush_ms: 1000,
             disable_lease: false,
             commit_consumer_group: false,
+            proxied: false,
+            request_timeout_ms: 20000,
         }
     }
 }
@@ -174,6 +181,8 @@ pub struct Cluster {
     pub settings: Settings,
     /// The ids in every node's `[[peers]]`.
     peers: Vec<u64>,
+    /// (from, to) → the proxy carrying `from`'s traffic to `to`.
+    pub proxies: BTreeMap<(u64, u64), proxy::Proxy>,
 }
 
 impl Cluster {
@@ -188,9 +197,18 @@ impl Cluster {
             nodes: BTreeMap::new(),
             settings,
             peers: (1..=n).collect(),
+            proxies: BTreeMap::new(),
         };
         for id in 1..=n {
             cluster.add_config(id);
+        }
+        if cluster.settings.proxied {
+            for from in 1..=n {
+                for to in (1..=n).filter(|to| *to != from) {
+                    let proxy = proxy::Proxy::start(&cluster.nodes[&to].raft);
+                    cluster.proxies.insert((from, to), proxy);
+                }
+            }
         }
         for id in 1..=n {
             cluster.write_config(id);
@@ -236,9 +254,21 @@ impl Cluster {
             ));
         }
         text.push_str(&format!(
-            "\n[raft]\nheartbeat_interval_ms = {}\nelection_timeout_min_ms = {}\nelection_timeout_max_ms = {}\nsnapshot_logs = {}\nlogs_to_keep = {}\nrequest_timeout_ms = 20000\n",
-            s.heartbeat_ms, s.election_min_ms, s.election_max_ms, s.snapshot_logs, s.logs_to_keep
+            "\n[raft]\nheartbeat_interval_ms = {}\nelection_timeout_min_ms = {}\nelection_timeout_max_ms = {}\nsnapshot_logs = {}\nlogs_to_keep = {}\nrequest_timeout_ms = {}\n",
+            s.heartbeat_ms, s.election_min_ms, s.election_max_ms, s.snapshot_logs, s.logs_to_keep, s.request_timeout_ms
         ));
+        let overrides: Vec<String> = self
+            .proxies
+            .iter()
+            .filter(|((from, _), _)| *from == id)
+            .map(|((_, to), p)| format!("\"{to}\" = {:?}", p.addr))
+            .collect();
+        if !overrides.is_empty() {
+            text.push_str(&format!(
+                "test_peer_addrs = {{ {} }}\n",
+                overrides.join(", ")
+            ));
+        }
         text.push_str(&format!(
             "\n[worker]\nheartbeat_interval_ms = {}\ntimeout_ms = {}\noffset_flush_interval_ms = {}\ntest_disable_lease = {}\ncommit_consumer_group = {}\n",
             s.worker_heartbeat_ms, s.worker_timeout_ms, s.offset_flush_ms, s.disable_lease, s.commit_consumer_group
@@ -329,6 +359,28 @@ impl Cluster {
             }
             std::thread::sleep(Duration::from_millis(20));
         }
+    }
+
+    /// Cut the traffic from one node to another (one direction).
+    pub fn cut(&self, from: u64, to: u64) {
+        self.proxies[&(from, to)].cut();
+        say(format!("cut {from} -> {to}"));
+    }
+
+    /// Cut a node off from every other node, both directions.
+    pub fn isolate(&self, id: u64) {
+        for ((from, to), proxy) in &self.proxies {
+            if *from == id || *to == id {
+                proxy.cut();
+            }
+        }
+        say(format!("isolated node {id}"));
+    }
+
+    /// Heal every cut.
+    pub fn heal(&self) {
+        self.proxies.values().for_each(proxy::Proxy::heal);
+        say("healed every cut");
     }
 
     /// Freeze (SIGSTOP) or thaw (SIGCONT) a node's process: a zombie worker.

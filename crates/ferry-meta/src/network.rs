@@ -165,14 +165,19 @@ impl PeerClient {
 
 /// openraft's network factory: one [`PeerClient`] per target.
 #[derive(Clone, Default)]
-pub struct Network;
+pub struct Network {
+    /// Test only: addresses that replace the membership's for some peers (a fault-injection
+    /// proxy in between).
+    pub overrides: std::sync::Arc<std::collections::BTreeMap<NodeId, String>>,
+}
 
 impl RaftNetworkFactory<TypeConfig> for Network {
     type Network = Connection;
 
     async fn new_client(&mut self, target: NodeId, node: &FerryNode) -> Self::Network {
+        let addr = self.overrides.get(&target).unwrap_or(&node.raft_addr);
         Connection {
-            client: PeerClient::new(target, &node.raft_addr).map_err(|e| e.to_string()),
+            client: PeerClient::new(target, addr).map_err(|e| e.to_string()),
         }
     }
 }

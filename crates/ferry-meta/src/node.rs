@@ -2,7 +2,7 @@
 //! caller needs — writes that reach the leader from any node, and reads that are linearizable
 //! from any node.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -35,6 +35,8 @@ struct Inner {
     state: StateReader,
     peers: Mutex<HashMap<NodeId, PeerClient>>,
     committed: Arc<Mutex<Option<LogId>>>,
+    /// Test only: addresses that replace the membership's for some peers.
+    overrides: Arc<BTreeMap<NodeId, String>>,
     /// On the leader: when each worker's last acknowledged heartbeat arrived.
     heartbeats: Mutex<HashMap<NodeId, Instant>>,
     /// The leader acknowledges heartbeats only if a quorum answered it within this window.
@@ -58,6 +60,7 @@ impl MetaNode {
         config: openraft::Config,
         deadline: Duration,
         quorum_window: Duration,
+        overrides: BTreeMap<NodeId, String>,
     ) -> Result<Self, MetaError> {
         let config = Arc::new(
             config
@@ -67,7 +70,11 @@ impl MetaNode {
         let (log, sm) = store::open(dir)?;
         let state = sm.reader();
         let committed = log.committed();
-        let raft = Raft::new(id, config, Network, log, sm)
+        let overrides = Arc::new(overrides);
+        let network = Network {
+            overrides: overrides.clone(),
+        };
+        let raft = Raft::new(id, config, network, log, sm)
             .await
             .map_err(|e| MetaError::Raft(format!("cannot start raft: {e}")))?;
         Ok(MetaNode {
@@ -78,6 +85,7 @@ impl MetaNode {
                 peers: Mutex::new(HashMap::new()),
                 committed,
                 heartbeats: Mutex::new(HashMap::new()),
+                overrides,
                 quorum_window,
                 deadline,
             }),
@@ -125,6 +133,7 @@ impl MetaNode {
 
     /// A client of a peer's service, cached per node and address.
     pub fn peer(&self, id: NodeId, addr: &str) -> Result<PeerClient, MetaError> {
+        let addr = self.inner.overrides.get(&id).map_or(addr, String::as_str);
         let mut peers = self.inner.peers.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(client) = peers.get(&id) {
             if client.addr() == addr {

@@ -47,6 +47,7 @@ pub async fn run(config: ClusterConfig, mut shutdown: watch::Receiver<bool>) -> 
         config.raft_config(),
         config.request_timeout(),
         Duration::from_millis(config.worker.timeout_ms / 2),
+        config.peer_overrides(),
     )
     .await
     .context("cannot start the control plane")?;

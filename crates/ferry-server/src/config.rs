@@ -95,6 +95,10 @@ pub struct RaftSettings {
     /// How long a write or a linearizable read waits for a leader before failing (ms).
     #[serde(default = "RaftSettings::default_request_timeout_ms")]
     pub request_timeout_ms: u64,
+    /// Test only: reach these peers (node id → host:port) at these addresses instead of their
+    /// raft_addr, so that a fault-injection proxy can sit between each pair of nodes.
+    #[serde(default)]
+    pub test_peer_addrs: BTreeMap<String, String>,
 }
 
 impl RaftSettings {
@@ -127,6 +131,7 @@ impl Default for RaftSettings {
             snapshot_logs: Self::default_snapshot_logs(),
             logs_to_keep: Self::default_logs_to_keep(),
             request_timeout_ms: Self::default_request_timeout_ms(),
+            test_peer_addrs: BTreeMap::new(),
         }
     }
 }
@@ -319,6 +324,14 @@ impl ClusterConfig {
                 raft.request_timeout_ms, raft.election_timeout_max_ms
             ));
         }
+        for (id, addr) in &raft.test_peer_addrs {
+            if id.parse::<u64>().is_err() {
+                problems.push(format!(
+                    "raft.test_peer_addrs: {id:?} is not a node id (use \"2\" = \"host:port\")"
+                ));
+            }
+            check_addr(&format!("raft.test_peer_addrs.{id}"), addr, &mut problems);
+        }
         let worker = &self.worker;
         if worker.heartbeat_interval_ms == 0 {
             problems.push("worker.heartbeat_interval_ms must be positive".into());
@@ -365,6 +378,15 @@ impl ClusterConfig {
             install_snapshot_timeout: 10_000,
             ..Default::default()
         }
+    }
+
+    /// The test-only peer address overrides, by node id.
+    pub fn peer_overrides(&self) -> BTreeMap<u64, String> {
+        self.raft
+            .test_peer_addrs
+            .iter()
+            .filter_map(|(id, addr)| Some((id.parse().ok()?, addr.clone())))
+            .collect()
     }
 
     pub fn request_timeout(&self) -> Duration {
