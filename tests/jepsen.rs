@@ -38,6 +38,13 @@ fn indeterminate(code: Code) -> bool {
     )
 }
 
+/// A call that could not even connect: it never reached a node, so it had no effect.
+fn never_sent(status: &tonic::Status) -> bool {
+    let text = format!("{status:?}");
+    status.code() == Code::Unavailable
+        && (text.contains("tcp connect") || text.contains("Connection refused"))
+}
+
 async fn client(
     id: u64,
     addrs: Vec<String>,
@@ -76,7 +83,7 @@ async fn client(
             _ => ConfigInput::Delete,
         };
         let call = started.elapsed().as_nanos() as u64;
-        let outcome: Result<ConfigOutput, Code> = match &input {
+        let outcome: Result<ConfigOutput, tonic::Status> = match &input {
             ConfigInput::Get => match c
                 .get_connector(pb::ConnectorName { name: key.clone() })
                 .await
@@ -85,7 +92,7 @@ async fn client(
                     r.into_inner().config.get("topics").cloned(),
                 )),
                 Err(s) if s.code() == Code::NotFound => Ok(ConfigOutput::Value(None)),
-                Err(s) => Err(s.code()),
+                Err(s) => Err(s),
             },
             ConfigInput::Put(v) => match c
                 .put_connector_config(pb::PutConnectorConfigRequest {
@@ -97,7 +104,7 @@ async fn client(
                 .await
             {
                 Ok(_) => Ok(ConfigOutput::Ok),
-                Err(s) => Err(s.code()),
+                Err(s) => Err(s),
             },
             ConfigInput::Create(v) => match c
                 .create_connector(pb::CreateConnectorRequest {
@@ -109,7 +116,7 @@ async fn client(
             {
                 Ok(_) => Ok(ConfigOutput::Ok),
                 Err(s) if s.code() == Code::AlreadyExists => Ok(ConfigOutput::AlreadyExists),
-                Err(s) => Err(s.code()),
+                Err(s) => Err(s),
             },
             ConfigInput::Delete => match c
                 .delete_connector(pb::WriteConnectorRequest {
@@ -120,7 +127,7 @@ async fn client(
             {
                 Ok(_) => Ok(ConfigOutput::Ok),
                 Err(s) if s.code() == Code::NotFound => Ok(ConfigOutput::NotFound),
-                Err(s) => Err(s.code()),
+                Err(s) => Err(s),
             },
         };
         let ret = started.elapsed().as_nanos() as u64;
@@ -132,16 +139,17 @@ async fn client(
                 ret: Some(ret),
                 output: Some(output),
             },
-            // A failed read has no effect: leave it out.
+            // A failed read has no effect, and neither has a call that never connected.
             Err(_) if input == ConfigInput::Get => continue,
-            Err(code) if indeterminate(code) => Op {
+            Err(status) if never_sent(&status) => continue,
+            Err(status) if indeterminate(status.code()) => Op {
                 key,
                 input,
                 call,
                 ret: None,
                 output: None,
             },
-            Err(code) => panic!("unexpected answer {code:?} to {input:?}"),
+            Err(status) => panic!("unexpected answer {status:?} to {input:?}"),
         };
         history.lock().unwrap_or_else(|p| p.into_inner()).push(op);
     }
