@@ -700,7 +700,7 @@ fn offsets_change_only_while_stopped_and_restart_fences() {
 #[test]
 fn the_status_watch_streams_changes_from_any_node() {
     use std::io::{BufRead, BufReader};
-    let (cluster, leader) = started(3, Settings::default());
+    let (mut cluster, leader) = started(3, Settings::default());
     let follower = follower_of(&cluster, leader);
     let mut watch = std::process::Command::new(ferry_tests::bin("ferry"))
         .args([
@@ -750,9 +750,18 @@ fn the_status_watch_streams_changes_from_any_node() {
             break;
         }
     }
+    assert_eq!(seen, vec!["RUNNING", "PAUSED", "deleted"]);
+    // A client holding a stream open does not keep its node from stopping: SIGTERM ends the
+    // node (the harness gives up after 20 s), and the stream with it.
+    let stopping = Instant::now();
+    let code = cluster.stop(follower);
+    say(format!(
+        "WATCH: node {follower} stopped {} ms after SIGTERM with a watch stream open",
+        stopping.elapsed().as_millis()
+    ));
+    assert_eq!(code, Some(0), "a clean exit");
     let _ = watch.kill();
     let _ = watch.wait();
-    assert_eq!(seen, vec!["RUNNING", "PAUSED", "deleted"]);
 }
 
 #[test]

@@ -32,6 +32,8 @@ use std::sync::Arc;
 
 /// How long a bootstrap probe of a peer may take.
 const PROBE_TIMEOUT: Duration = Duration::from_secs(1);
+/// How long a stopping node waits for clients and peers to close their connections.
+const SERVER_DRAIN: Duration = Duration::from_secs(2);
 
 /// Run a node until `shutdown` turns true. Returns an error if it cannot start.
 pub async fn run(config: ClusterConfig, mut shutdown: watch::Receiver<bool>) -> anyhow::Result<()> {
@@ -59,9 +61,14 @@ pub async fn run(config: ClusterConfig, mut shutdown: watch::Receiver<bool>) -> 
         .await
         .with_context(|| format!("cannot listen on api_addr {}", config.api_addr))?;
 
+    // The peer service outlives the worker runtime: a stopping task's final commit is forwarded
+    // to the leader and then waits for this node to apply it, which needs the leader to reach
+    // this node. Stopping it with everything else made every final commit of a follower wait
+    // for the request timeout (found by the fault suite's restart nemesis).
+    let (peer_stop_tx, peer_stop) = watch::channel(false);
     let peer_server = tonic::transport::Server::builder()
         .add_service(PeerService::server(node.clone()))
-        .serve_with_incoming_shutdown(incoming(peer_listener), signalled(shutdown.clone()));
+        .serve_with_incoming_shutdown(incoming(peer_listener), signalled(peer_stop));
     let plugins = Arc::new(plugins());
     let api = Api::new(node.clone(), plugins.as_ref().clone(), config.target_voters);
     let api_server = tonic::transport::Server::builder()
@@ -139,11 +146,22 @@ pub async fn run(config: ClusterConfig, mut shutdown: watch::Receiver<bool>) -> 
     let _ = scheduler.await;
     let _ = lease.await;
     let _ = runtime.await;
-    for (what, task) in [("peer", peer_task), ("api", api_task)] {
-        match task.await {
-            Ok(Ok(())) => {}
-            Ok(Err(e)) => warn!(server = what, error = %e, "server stopped with an error"),
-            Err(e) => warn!(server = what, error = %e, "server task failed"),
+    peer_stop_tx.send_replace(true);
+    for (what, mut task) in [("peer", peer_task), ("api", api_task)] {
+        // A graceful stop waits for open connections to close; a client holding one (a status
+        // watch, an idle channel) must not keep the node from stopping.
+        match tokio::time::timeout(SERVER_DRAIN, &mut task).await {
+            Ok(Ok(Ok(()))) => {}
+            Ok(Ok(Err(e))) => warn!(server = what, error = %e, "server stopped with an error"),
+            Ok(Err(e)) => warn!(server = what, error = %e, "server task failed"),
+            Err(_) => {
+                warn!(
+                    server = what,
+                    drain_ms = SERVER_DRAIN.as_millis() as u64,
+                    "connections still open after the drain time: closing them"
+                );
+                task.abort();
+            }
         }
     }
     node.shutdown().await.context("raft shutdown")?;

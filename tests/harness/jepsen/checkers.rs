@@ -1,5 +1,6 @@
-//! The fault suite's record checkers: loss, duplicates, single ownership on effects, and offsets
-//! that never move backwards without a reset. Each returns a verdict that says what it saw.
+//! The fault suite's record checkers: loss, duplicates, single ownership on effects, offsets
+//! that never move backwards without a reset, and convergence after healing. Each returns a
+//! verdict that says what it saw.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -120,6 +121,79 @@ pub fn offsets_monotonic(events: &[OffsetEvent]) -> Vec<(i32, i64, i64)> {
     violations
 }
 
+/// A task's assignment as one node reports it.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Assigned {
+    pub connector: String,
+    pub task: u32,
+    pub worker: String,
+    pub generation: u64,
+}
+
+/// A task's status as the runtime reported it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Reported {
+    pub connector: String,
+    pub task: u32,
+    pub state: String,
+    pub worker: String,
+    pub generation: u64,
+}
+
+/// What keeps a healed cluster from having converged: every live node must report the same
+/// assignment, every assigned task must run on a live worker, and the status of each must be
+/// RUNNING, reported by the generation it is assigned at (not by an earlier run). Empty when
+/// converged.
+pub fn convergence(
+    views: &BTreeMap<u64, Option<Vec<Assigned>>>,
+    reported: &[Reported],
+    live_workers: &BTreeSet<String>,
+) -> Vec<String> {
+    let mut problems = Vec::new();
+    let mut reference: Option<(u64, Vec<Assigned>)> = None;
+    for (node, view) in views {
+        let Some(view) = view else {
+            problems.push(format!("node {node} does not answer"));
+            continue;
+        };
+        let mut view = view.clone();
+        view.sort();
+        match &reference {
+            None => reference = Some((*node, view)),
+            Some((first, expected)) if *expected != view => problems.push(format!(
+                "node {node} reports assignment {view:?}, node {first} reports {expected:?}"
+            )),
+            Some(_) => {}
+        }
+    }
+    let Some((_, assigned)) = reference else {
+        problems.push("no node answers".into());
+        return problems;
+    };
+    for a in &assigned {
+        if !live_workers.contains(&a.worker) {
+            problems.push(format!(
+                "{} task {} is assigned to {:?}, not a live worker",
+                a.connector, a.task, a.worker
+            ));
+        }
+        match reported
+            .iter()
+            .find(|r| r.connector == a.connector && r.task == a.task)
+        {
+            None => problems.push(format!("{} task {} has no status", a.connector, a.task)),
+            Some(r) if r.state != "RUNNING" || r.generation != a.generation => {
+                problems.push(format!(
+                    "{} task {} is {} at generation {} (assigned at generation {})",
+                    a.connector, a.task, r.state, r.generation, a.generation
+                ))
+            }
+            Some(_) => {}
+        }
+    }
+    problems
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -194,5 +268,47 @@ mod tests {
             offsets_monotonic(&[o(0, 5), o(0, 9), o(0, 7)]),
             vec![(0, 9, 7)]
         );
+    }
+
+    fn assigned(task: u32, worker: &str, generation: u64) -> Assigned {
+        Assigned {
+            connector: "sink".into(),
+            task,
+            worker: worker.into(),
+            generation,
+        }
+    }
+
+    fn reported(task: u32, state: &str, generation: u64) -> Reported {
+        Reported {
+            connector: "sink".into(),
+            task,
+            state: state.into(),
+            worker: "w1".into(),
+            generation,
+        }
+    }
+
+    #[test]
+    fn convergence_needs_agreement_live_workers_and_running_at_the_assigned_generation() {
+        let live: BTreeSet<String> = ["w1".to_string(), "w2".to_string()].into();
+        let view = vec![assigned(0, "w1", 5), assigned(1, "w2", 6)];
+        let views = BTreeMap::from([(1, Some(view.clone())), (2, Some(view.clone()))]);
+        let running = [reported(0, "RUNNING", 5), reported(1, "RUNNING", 6)];
+        assert!(convergence(&views, &running, &live).is_empty());
+
+        // A node that disagrees, or does not answer.
+        let stale = vec![assigned(0, "w1", 5), assigned(1, "w1", 4)];
+        let split = BTreeMap::from([(1, Some(view.clone())), (2, Some(stale)), (3, None)]);
+        assert_eq!(convergence(&split, &running, &live).len(), 2);
+        // A task still on a dead worker.
+        let dead = BTreeMap::from([(1, Some(vec![assigned(0, "w3", 5)]))]);
+        assert_eq!(convergence(&dead, &running[..1], &live).len(), 1);
+        // RUNNING reported by an earlier run (generation 4), or not running.
+        let old = [reported(0, "RUNNING", 5), reported(1, "RUNNING", 4)];
+        assert_eq!(convergence(&views, &old, &live).len(), 1);
+        let failed = [reported(0, "FAILED", 5), reported(1, "RUNNING", 6)];
+        assert_eq!(convergence(&views, &failed, &live).len(), 1);
+        assert_eq!(convergence(&views, &running[..1], &live).len(), 1);
     }
 }

@@ -96,6 +96,44 @@ enum IoError {
     Codec(#[from] serde_json::Error),
 }
 
+/// The committed entries of a node's log, read from its sled trees: for offline inspection of a
+/// stopped node (the fault suite replays them through the state machine).
+pub(crate) fn read_committed(db: &sled::Db) -> Result<Vec<Entry>, MetaError> {
+    let store = LogStore::open(db, 1)?;
+    let corrupt = |what: &str, e: IoError| MetaError::Corrupt {
+        what: what.to_string(),
+        reason: e.to_string(),
+    };
+    let purged: Option<LogId> = store
+        .read_meta(PURGED)
+        .map_err(|e| corrupt("the purge point", e))?;
+    if let Some(purged) = purged {
+        return Err(MetaError::Corrupt {
+            what: "the raft log".into(),
+            reason: format!(
+                "purged up to index {} behind a snapshot: the log no longer starts at the beginning",
+                purged.index
+            ),
+        });
+    }
+    let committed: Option<Option<LogId>> = store
+        .read_meta(COMMITTED)
+        .map_err(|e| corrupt("the committed log id", e))?;
+    let Some(committed) = committed.flatten() else {
+        return Ok(Vec::new());
+    };
+    let mut entries = Vec::new();
+    for item in store.logs.range(..=key(committed.index)) {
+        let (k, bytes) = item.map_err(|e| corrupt("the raft log", IoError::Sled(e)))?;
+        let entry: Entry = serde_json::from_slice(&bytes).map_err(|e| MetaError::Corrupt {
+            what: format!("raft log entry {k:?}"),
+            reason: e.to_string(),
+        })?;
+        entries.push(entry);
+    }
+    Ok(entries)
+}
+
 fn key(index: u64) -> [u8; 8] {
     index.to_be_bytes()
 }

@@ -24,21 +24,32 @@ pub use log::LogStore;
 pub use sm::{AppliedState, StateMachineStore, StateReader};
 
 use crate::error::MetaError;
+use crate::types::Entry;
 
 /// How many recent log entries each node keeps decoded in memory, for replication.
 pub const LOG_CACHE_ENTRIES: usize = 1024;
 
 /// Open (or create) the node's Raft storage under `dir`.
 pub fn open(dir: &Path) -> Result<(LogStore, StateMachineStore), MetaError> {
-    let db = sled::Config::new()
+    let db = open_db(dir)?;
+    let log = LogStore::open(&db, LOG_CACHE_ENTRIES)?;
+    let sm = StateMachineStore::open(&db)?;
+    Ok((log, sm))
+}
+
+/// The committed log entries of a node that is not running (its storage is locked while it
+/// runs), from index 1. Fails if the log was purged behind a snapshot.
+pub fn read_committed_log(dir: &Path) -> Result<Vec<Entry>, MetaError> {
+    log::read_committed(&open_db(dir)?)
+}
+
+fn open_db(dir: &Path) -> Result<sled::Db, MetaError> {
+    sled::Config::new()
         .path(dir)
         .flush_every_ms(Some(1000))
         .open()
         .map_err(|source| MetaError::Storage {
             what: format!("open sled database in {}", dir.display()),
             source,
-        })?;
-    let log = LogStore::open(&db, LOG_CACHE_ENTRIES)?;
-    let sm = StateMachineStore::open(&db)?;
-    Ok((log, sm))
+        })
 }

@@ -1,0 +1,156 @@
+//! `ferry-jepsen`: the fault suite's matrix, every nemesis × every sink × every seed asked for,
+//! one scenario at a time, each against a fresh three-node cluster and broker.
+//!
+//! `ferry-jepsen [--nemesis all|NAME[,NAME…]] [--sink all|file] [--seed N[,N…]]
+//! [--duration SECONDS] [--rate RECORDS_PER_S]`; exits 1 if any scenario fails a checker.
+
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use ferry_tests::jepsen::nemesis::{parse_list, Nemesis};
+use ferry_tests::jepsen::scenario::{run, Scenario, Sink};
+
+struct Args {
+    nemeses: Vec<Nemesis>,
+    sinks: Vec<Sink>,
+    seeds: Vec<u64>,
+    duration: Duration,
+    rate: Option<u32>,
+}
+
+const USAGE: &str = "usage: ferry-jepsen [--nemesis all|NAME[,NAME...]] [--sink all|file] \
+[--seed N[,N...]] [--duration SECONDS] [--rate RECORDS_PER_S]";
+
+fn parse() -> Result<Args, String> {
+    let mut args = Args {
+        nemeses: Nemesis::ALL.to_vec(),
+        sinks: Sink::ALL.to_vec(),
+        seeds: vec![1],
+        duration: Duration::from_secs(30),
+        rate: None,
+    };
+    let mut it = std::env::args().skip(1);
+    while let Some(flag) = it.next() {
+        if flag == "--help" || flag == "-h" {
+            return Err(USAGE.to_string());
+        }
+        let value = it
+            .next()
+            .ok_or_else(|| format!("{flag} needs a value\n{USAGE}"))?;
+        match flag.as_str() {
+            "--nemesis" => args.nemeses = parse_list(&value)?,
+            "--sink" if value == "all" => args.sinks = Sink::ALL.to_vec(),
+            "--sink" => {
+                args.sinks = value
+                    .split(',')
+                    .map(|s| s.trim().parse())
+                    .collect::<Result<_, _>>()?
+            }
+            "--seed" => {
+                args.seeds = value
+                    .split(',')
+                    .map(|s| {
+                        s.trim()
+                            .parse()
+                            .map_err(|_| format!("--seed: {s:?} is not a number"))
+                    })
+                    .collect::<Result<_, _>>()?
+            }
+            "--duration" => {
+                let secs: u64 = value
+                    .parse()
+                    .map_err(|_| format!("--duration: {value:?} is not a number of seconds"))?;
+                if secs == 0 {
+                    return Err("--duration must be at least 1 second".into());
+                }
+                args.duration = Duration::from_secs(secs);
+            }
+            "--rate" => {
+                let rate: u32 = value
+                    .parse()
+                    .map_err(|_| format!("--rate: {value:?} is not a number"))?;
+                if rate == 0 {
+                    return Err("--rate must be at least 1 record per second".into());
+                }
+                args.rate = Some(rate);
+            }
+            other => return Err(format!("unknown option {other:?}\n{USAGE}")),
+        }
+    }
+    Ok(args)
+}
+
+fn main() -> ExitCode {
+    let args = match parse() {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("ferry-jepsen: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let begun = Instant::now();
+    let mut summaries = Vec::new();
+    for seed in &args.seeds {
+        for sink in &args.sinks {
+            for nemesis in &args.nemeses {
+                let mut scenario = Scenario::new(*nemesis, *sink, *seed, args.duration);
+                if let Some(rate) = args.rate {
+                    scenario.rate = rate;
+                }
+                summaries.push(run(&scenario));
+            }
+        }
+    }
+    println!(
+        "\nJEPSEN MATRIX: {} scenarios in {} s",
+        summaries.len(),
+        begun.elapsed().as_secs()
+    );
+    println!(
+        "{:<36} {:>8} {:>9} {:>5} {:>6} {:>6} {:>6} {:>9} {:>12} {:>14}  verdict",
+        "scenario",
+        "produced",
+        "delivered",
+        "lost",
+        "dups",
+        "owner",
+        "lin",
+        "ops",
+        "converge ms",
+        "fail-over ms"
+    );
+    for s in &summaries {
+        let d = &s.delivery;
+        let failover = s.failover_stats().map_or("-".to_string(), |(m, x)| {
+            format!("{}/{}", m.as_millis(), x.as_millis())
+        });
+        println!(
+            "{:<36} {:>8} {:>9} {:>5} {:>6} {:>6} {:>6} {:>9} {:>12} {:>14}  {}",
+            s.label,
+            d.produced,
+            d.delivered,
+            d.lost.len(),
+            d.duplicates,
+            s.ownership_violations.len(),
+            if s.non_linearizable.is_empty() {
+                "ok"
+            } else {
+                "FAIL"
+            },
+            s.config_ops,
+            s.convergence
+                .as_ref()
+                .map_or("none".to_string(), |t| t.as_millis().to_string()),
+            failover,
+            if s.passed() { "PASS" } else { "FAIL" }
+        );
+    }
+    let failed = summaries.iter().filter(|s| !s.passed()).count();
+    println!("(fail-over: median/max; owner: ownership violations; lin: config linearizability)");
+    if failed > 0 {
+        println!("{failed} of {} scenarios FAILED", summaries.len());
+        return ExitCode::FAILURE;
+    }
+    println!("every scenario passed");
+    ExitCode::SUCCESS
+}

@@ -1,0 +1,286 @@
+//! gRPC clients of the fault suite: a probe that asks one node at a time what it knows (tasks,
+//! status, offsets, leader), and the concurrent config clients whose history the linearizability
+//! checker reads.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use ferry_proto::management as pb;
+use ferry_proto::management::management_client::ManagementClient;
+use tonic::transport::Channel;
+use tonic::Code;
+
+use super::checkers::{Assigned, Reported};
+use super::linearizable::{ConfigInput, ConfigOutput, Op};
+use super::rng::Rng;
+
+fn channel(addr: &str, timeout: Duration) -> Option<ManagementClient<Channel>> {
+    let endpoint = tonic::transport::Endpoint::from_shared(format!("http://{addr}")).ok()?;
+    let channel = endpoint
+        .connect_timeout(Duration::from_millis(500))
+        .timeout(timeout)
+        .connect_lazy();
+    Some(ManagementClient::new(channel))
+}
+
+/// Synchronous calls to one node at a time, each bounded by a short timeout; `None` when the
+/// node does not answer.
+pub struct Probe {
+    runtime: tokio::runtime::Runtime,
+}
+
+impl Default for Probe {
+    fn default() -> Self {
+        Probe::new()
+    }
+}
+
+impl Probe {
+    pub fn new() -> Probe {
+        // A worker thread of its own, so that a dropped channel's connection is closed at once
+        // rather than left open until the next call.
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .expect("a probe runtime");
+        Probe { runtime }
+    }
+
+    /// The leader a node names, if it names one.
+    pub fn leader(&self, addr: &str) -> Option<u64> {
+        let _context = self.runtime.enter();
+        let mut c = channel(addr, Duration::from_secs(2))?;
+        self.runtime
+            .block_on(c.cluster_status(pb::Empty {}))
+            .ok()?
+            .into_inner()
+            .leader_id
+    }
+
+    /// The assignment of a connector's tasks, as one node answers it (a linearizable read).
+    pub fn tasks(&self, addr: &str, name: &str) -> Option<Vec<Assigned>> {
+        let _context = self.runtime.enter();
+        let mut c = channel(addr, Duration::from_secs(3))?;
+        let tasks = self
+            .runtime
+            .block_on(c.list_tasks(pb::ConnectorName { name: name.into() }))
+            .ok()?
+            .into_inner()
+            .tasks;
+        Some(
+            tasks
+                .into_iter()
+                .map(|t| Assigned {
+                    connector: name.to_string(),
+                    task: t.id,
+                    worker: t.worker_id,
+                    generation: t.generation,
+                })
+                .collect(),
+        )
+    }
+
+    /// The status of a connector's tasks, as one node answers it.
+    pub fn status(&self, addr: &str, name: &str) -> Option<Vec<Reported>> {
+        let _context = self.runtime.enter();
+        let mut c = channel(addr, Duration::from_secs(3))?;
+        let status = self
+            .runtime
+            .block_on(c.connector_status(pb::ConnectorName { name: name.into() }))
+            .ok()?
+            .into_inner();
+        Some(
+            status
+                .tasks
+                .into_iter()
+                .map(|t| Reported {
+                    connector: name.to_string(),
+                    task: t.id,
+                    state: t.state,
+                    worker: t.worker_id,
+                    generation: t.generation,
+                })
+                .collect(),
+        )
+    }
+
+    /// Every connector name, as one node answers it.
+    pub fn connectors(&self, addr: &str) -> Option<Vec<String>> {
+        let _context = self.runtime.enter();
+        let mut c = channel(addr, Duration::from_secs(3))?;
+        Some(
+            self.runtime
+                .block_on(c.list_connectors(pb::ListConnectorsRequest {}))
+                .ok()?
+                .into_inner()
+                .names,
+        )
+    }
+
+    /// A sink connector's committed offsets, partition → next offset.
+    pub fn sink_offsets(&self, addr: &str, name: &str) -> Option<BTreeMap<i32, i64>> {
+        let _context = self.runtime.enter();
+        let mut c = channel(addr, Duration::from_secs(2))?;
+        let offsets = self
+            .runtime
+            .block_on(c.get_offsets(pb::ConnectorName { name: name.into() }))
+            .ok()?
+            .into_inner()
+            .offsets;
+        let mut out = BTreeMap::new();
+        for o in offsets {
+            let partition: serde_json::Value = serde_json::from_str(&o.partition_json).ok()?;
+            let offset: serde_json::Value = serde_json::from_str(&o.offset_json).ok()?;
+            out.insert(
+                i32::try_from(partition["kafka_partition"].as_i64()?).ok()?,
+                offset["kafka_offset"].as_i64()?,
+            );
+        }
+        Some(out)
+    }
+}
+
+pub type History = Arc<Mutex<Vec<Op<ConfigInput, ConfigOutput>>>>;
+
+/// The register a config client writes: a FileStreamSink whose `file` is the value, on an idle
+/// topic (its tasks really run, so config churn restarts tasks during the faults).
+pub fn register_config(value: &str, topic: &str) -> HashMap<String, String> {
+    [
+        ("connector.class", "FileStreamSink"),
+        ("topics", topic),
+        ("file", value),
+        ("tasks.max", "1"),
+    ]
+    .iter()
+    .map(|(k, v)| (k.to_string(), v.to_string()))
+    .collect()
+}
+
+/// Whether a failed call may still have taken effect.
+fn indeterminate(code: Code) -> bool {
+    matches!(
+        code,
+        Code::Unavailable
+            | Code::DeadlineExceeded
+            | Code::Unknown
+            | Code::Cancelled
+            | Code::Internal
+    )
+}
+
+/// A call that could not even connect: it never reached a node, so it had no effect.
+fn never_sent(status: &tonic::Status) -> bool {
+    let text = format!("{status:?}");
+    status.code() == Code::Unavailable
+        && (text.contains("tcp connect") || text.contains("Connection refused"))
+}
+
+/// What a config client does.
+#[derive(Clone, Debug)]
+pub struct ClientPlan {
+    pub id: u64,
+    pub addrs: Vec<String>,
+    pub keys: Vec<String>,
+    /// The topic of the register connectors.
+    pub topic: String,
+    /// Time origin of the history.
+    pub started: Instant,
+    pub until: Instant,
+    /// Pause between two operations.
+    pub think: Duration,
+    pub seed: u64,
+}
+
+/// Run create/put/get/delete operations against random nodes until `until`, recording each
+/// invocation and completion (a call cut off mid-flight as of unknown outcome).
+pub async fn config_client(plan: ClientPlan, history: History) {
+    let mut rng = Rng::new(plan.seed ^ plan.id.wrapping_mul(0x1000_0000_01b3));
+    let mut count = 0;
+    while Instant::now() < plan.until {
+        let Some(addr) = rng.pick(&plan.addrs) else {
+            return;
+        };
+        let Some(mut c) = channel(addr, Duration::from_secs(8)) else {
+            return;
+        };
+        let key = rng.pick(&plan.keys).cloned().unwrap_or_default();
+        count += 1;
+        let value = format!("idle-c{}-{count}.out", plan.id);
+        let input = match rng.below(10) {
+            0..=3 => ConfigInput::Get,
+            4..=6 => ConfigInput::Put(value.clone()),
+            7..=8 => ConfigInput::Create(value.clone()),
+            _ => ConfigInput::Delete,
+        };
+        let call = plan.started.elapsed().as_nanos() as u64;
+        let outcome: Result<ConfigOutput, tonic::Status> = match &input {
+            ConfigInput::Get => match c
+                .get_connector(pb::ConnectorName { name: key.clone() })
+                .await
+            {
+                Ok(r) => Ok(ConfigOutput::Value(
+                    r.into_inner().config.get("file").cloned(),
+                )),
+                Err(s) if s.code() == Code::NotFound => Ok(ConfigOutput::Value(None)),
+                Err(s) => Err(s),
+            },
+            ConfigInput::Put(v) => c
+                .put_connector_config(pb::PutConnectorConfigRequest {
+                    name: key.clone(),
+                    config: register_config(v, &plan.topic),
+                    request_id: String::new(),
+                    expected_version: None,
+                })
+                .await
+                .map(|_| ConfigOutput::Ok),
+            ConfigInput::Create(v) => match c
+                .create_connector(pb::CreateConnectorRequest {
+                    name: key.clone(),
+                    config: register_config(v, &plan.topic),
+                    request_id: String::new(),
+                })
+                .await
+            {
+                Ok(_) => Ok(ConfigOutput::Ok),
+                Err(s) if s.code() == Code::AlreadyExists => Ok(ConfigOutput::AlreadyExists),
+                Err(s) => Err(s),
+            },
+            ConfigInput::Delete => match c
+                .delete_connector(pb::WriteConnectorRequest {
+                    name: key.clone(),
+                    request_id: String::new(),
+                })
+                .await
+            {
+                Ok(_) => Ok(ConfigOutput::Ok),
+                Err(s) if s.code() == Code::NotFound => Ok(ConfigOutput::NotFound),
+                Err(s) => Err(s),
+            },
+        };
+        let ret = plan.started.elapsed().as_nanos() as u64;
+        let op = match outcome {
+            Ok(output) => Op {
+                key,
+                input,
+                call,
+                ret: Some(ret),
+                output: Some(output),
+            },
+            // A failed read has no effect, and neither has a call that never connected.
+            Err(_) if input == ConfigInput::Get => continue,
+            Err(status) if never_sent(&status) => continue,
+            Err(status) if indeterminate(status.code()) => Op {
+                key,
+                input,
+                call,
+                ret: None,
+                output: None,
+            },
+            Err(status) => panic!("unexpected answer {status:?} to {input:?}"),
+        };
+        history.lock().unwrap_or_else(|p| p.into_inner()).push(op);
+        tokio::time::sleep(plan.think).await;
+    }
+}

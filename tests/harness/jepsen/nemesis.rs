@@ -1,0 +1,144 @@
+//! Nemeses: the faults the suite injects into a running cluster, one at a time, each healed
+//! before the next. A seeded [`Rng`] picks the kind (for `combined`), the victim and the timing,
+//! so that a seed replays the same schedule.
+
+use std::fmt;
+use std::str::FromStr;
+
+use super::rng::Rng;
+
+/// A kind of fault, or a mix of them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Nemesis {
+    /// `kill -9` of a random node, restarted at heal.
+    KillRandom,
+    /// `kill -9` of the Raft leader, restarted at heal.
+    KillLeader,
+    /// SIGSTOP of a random node for longer than the worker timeout, then SIGCONT: a zombie.
+    Pause,
+    /// A graceful restart (SIGTERM, then start) of a random node.
+    Restart,
+    /// A random node cut off from the others (a minority of one against the majority).
+    PartitionMajority,
+    /// The leader cut off from the others.
+    PartitionLeader,
+    /// A new node added (learner, then voter) under load, then removed at heal.
+    Membership,
+    /// A random one of kill, pause, restart and partition, fault after fault.
+    Combined,
+}
+
+impl Nemesis {
+    pub const ALL: [Nemesis; 8] = [
+        Nemesis::KillRandom,
+        Nemesis::KillLeader,
+        Nemesis::Pause,
+        Nemesis::Restart,
+        Nemesis::PartitionMajority,
+        Nemesis::PartitionLeader,
+        Nemesis::Membership,
+        Nemesis::Combined,
+    ];
+
+    /// What `combined` draws from.
+    const MIX: [Nemesis; 6] = [
+        Nemesis::KillRandom,
+        Nemesis::KillLeader,
+        Nemesis::Pause,
+        Nemesis::Restart,
+        Nemesis::PartitionMajority,
+        Nemesis::PartitionLeader,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Nemesis::KillRandom => "kill-random",
+            Nemesis::KillLeader => "kill-leader",
+            Nemesis::Pause => "pause",
+            Nemesis::Restart => "restart",
+            Nemesis::PartitionMajority => "partition-majority",
+            Nemesis::PartitionLeader => "partition-leader",
+            Nemesis::Membership => "membership",
+            Nemesis::Combined => "combined",
+        }
+    }
+
+    /// The single kind of the next fault.
+    pub fn draw(self, rng: &mut Rng) -> Nemesis {
+        match self {
+            Nemesis::Combined => *rng.pick(&Self::MIX).unwrap_or(&Nemesis::KillRandom),
+            one => one,
+        }
+    }
+
+    /// Whether the fault takes the victim's worker away, so that its tasks must move.
+    pub fn displaces(self) -> bool {
+        matches!(
+            self,
+            Nemesis::KillRandom
+                | Nemesis::KillLeader
+                | Nemesis::Pause
+                | Nemesis::PartitionMajority
+                | Nemesis::PartitionLeader
+        )
+    }
+
+    /// Whether the victim is the leader rather than a random node.
+    pub fn targets_leader(self) -> bool {
+        matches!(self, Nemesis::KillLeader | Nemesis::PartitionLeader)
+    }
+}
+
+impl fmt::Display for Nemesis {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for Nemesis {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Nemesis::ALL
+            .into_iter()
+            .find(|n| n.name() == s)
+            .ok_or_else(|| {
+                let names: Vec<&str> = Nemesis::ALL.iter().map(|n| n.name()).collect();
+                format!(
+                    "unknown nemesis {s:?}: expected one of {}",
+                    names.join(", ")
+                )
+            })
+    }
+}
+
+/// Parse `--nemesis` values: `all`, or names separated by commas.
+pub fn parse_list(s: &str) -> Result<Vec<Nemesis>, String> {
+    if s == "all" {
+        return Ok(Nemesis::ALL.to_vec());
+    }
+    s.split(',').map(|n| n.trim().parse()).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_parse_back_and_combined_draws_only_single_faults() {
+        for n in Nemesis::ALL {
+            assert_eq!(n.name().parse::<Nemesis>(), Ok(n));
+        }
+        assert_eq!(parse_list("all").map(|l| l.len()), Ok(8));
+        assert_eq!(
+            parse_list("pause,kill-leader"),
+            Ok(vec![Nemesis::Pause, Nemesis::KillLeader])
+        );
+        assert!(parse_list("pause,kill").unwrap_err().contains("\"kill\""));
+        let mut rng = Rng::new(3);
+        let drawn: std::collections::BTreeSet<Nemesis> =
+            (0..200).map(|_| Nemesis::Combined.draw(&mut rng)).collect();
+        assert_eq!(drawn.len(), 6, "{drawn:?}");
+        assert!(!drawn.contains(&Nemesis::Combined) && !drawn.contains(&Nemesis::Membership));
+    }
+}

@@ -1,0 +1,218 @@
+//! The committed effects of a run, read from the Raft log itself: a stopped node's committed
+//! entries are replayed through the state machine, and every accepted offset commit and every
+//! change of a partition's owner is listed with its generation and worker, in log order. The
+//! checkers then judge them on their own terms (a commit older than the partition's newest
+//! owner is a violation), whatever the state machine decided.
+
+use std::collections::BTreeMap;
+
+use ferry_meta::state::Command;
+use ferry_meta::types::Entry;
+use ferry_meta::ClusterState;
+use openraft::EntryPayload;
+
+use super::checkers::{Effect, OffsetEvent};
+
+/// What a replay of the log found for one sink connector and topic.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Replayed {
+    /// Entries replayed.
+    pub entries: usize,
+    /// Owner changes and accepted commits, in log order.
+    pub effects: Vec<Effect>,
+    /// Committed offsets after each accepted commit, and resets.
+    pub offsets: Vec<OffsetEvent>,
+    /// Offset commits the state machine accepted.
+    pub commits: usize,
+    /// Offset commits it refused for a stale generation (zombies fenced).
+    pub fenced: usize,
+}
+
+/// Partition → (generation, worker) of the task that owns it now.
+fn owners(state: &ClusterState, name: &str, topic: &str) -> BTreeMap<i32, (u64, u64)> {
+    let mut owners = BTreeMap::new();
+    let (Some(parts), Some(assigned)) =
+        (state.sink_partitions.get(name), state.assignments.get(name))
+    else {
+        return owners;
+    };
+    for (task, tps) in parts {
+        let Some(a) = assigned.tasks.get(task) else {
+            continue;
+        };
+        for tp in tps.iter().filter(|tp| tp.topic == topic) {
+            owners.insert(tp.partition, (a.generation, a.worker.unwrap_or(0)));
+        }
+    }
+    owners
+}
+
+/// Replay `entries` (from index 1) and collect the effects on connector `name`'s `topic`.
+pub fn replay(entries: &[Entry], name: &str, topic: &str) -> Replayed {
+    let mut state = ClusterState::default();
+    let mut out = Replayed {
+        entries: entries.len(),
+        ..Replayed::default()
+    };
+    let mut last_owners = BTreeMap::new();
+    for entry in entries {
+        let EntryPayload::Normal(request) = &entry.payload else {
+            continue;
+        };
+        let before = state.clone();
+        let answer = state.apply(request);
+        let command = &request.command;
+        if command.connector() != Some(name) {
+            continue;
+        }
+        match (command, &answer) {
+            (
+                Command::CommitSinkOffsets {
+                    task,
+                    generation,
+                    offsets,
+                    ..
+                },
+                Ok(_),
+            ) => {
+                out.commits += 1;
+                let worker = before
+                    .assignments
+                    .get(name)
+                    .and_then(|a| a.tasks.get(task))
+                    .and_then(|a| a.worker)
+                    .unwrap_or(0);
+                for o in offsets.iter().filter(|o| o.topic == topic) {
+                    out.effects.push(Effect {
+                        partition: o.partition,
+                        worker,
+                        generation: *generation,
+                    });
+                    if let Some(offset) = o.offset {
+                        out.offsets.push(OffsetEvent::Observed {
+                            partition: o.partition,
+                            offset,
+                        });
+                    }
+                }
+            }
+            (Command::CommitSinkOffsets { .. }, Err(_)) => out.fenced += 1,
+            (
+                Command::AlterOffsets { .. }
+                | Command::ResetOffsets { .. }
+                | Command::DeleteConnector { .. },
+                Ok(_),
+            ) => out.offsets.push(OffsetEvent::Reset),
+            _ => {}
+        }
+        let now = owners(&state, name, topic);
+        for (partition, (generation, worker)) in &now {
+            if last_owners.get(partition) != Some(&(*generation, *worker)) {
+                out.effects.push(Effect {
+                    partition: *partition,
+                    worker: *worker,
+                    generation: *generation,
+                });
+            }
+        }
+        last_owners = now;
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ferry_meta::state::{SinkOffset, TopicPartitionRef};
+    use ferry_meta::{ConfigMap, Request};
+    use openraft::{CommittedLeaderId, LogId};
+
+    fn entries(commands: Vec<Command>) -> Vec<Entry> {
+        commands
+            .into_iter()
+            .enumerate()
+            .map(|(i, command)| Entry {
+                log_id: LogId::new(CommittedLeaderId::new(1, 1), i as u64 + 1),
+                payload: EntryPayload::Normal(Request::anonymous(command)),
+            })
+            .collect()
+    }
+
+    fn commit(generation: u64, offset: i64) -> Command {
+        Command::CommitSinkOffsets {
+            name: "sink".into(),
+            task: 0,
+            generation,
+            offsets: vec![SinkOffset {
+                topic: "t".into(),
+                partition: 0,
+                offset: Some(offset),
+            }],
+        }
+    }
+
+    fn assign(worker: u64) -> Command {
+        Command::Assign {
+            name: "sink".into(),
+            task: Some(0),
+            worker: Some(worker),
+        }
+    }
+
+    #[test]
+    fn owner_changes_and_accepted_commits_are_listed_with_generation_and_worker() {
+        let config: ConfigMap = [("connector.class".to_string(), "FileStreamSink".to_string())]
+            .into_iter()
+            .collect();
+        let log = entries(vec![
+            Command::PutConnector {
+                name: "sink".into(),
+                config: config.clone(),
+                create: true,
+                expected_version: None,
+            },
+            Command::PutTaskConfigs {
+                name: "sink".into(),
+                version: 1,
+                configs: vec![config],
+            },
+            assign(1), // generation 1
+            Command::SetSinkPartitions {
+                name: "sink".into(),
+                partitions: BTreeMap::from([(
+                    0,
+                    vec![TopicPartitionRef {
+                        topic: "t".into(),
+                        partition: 0,
+                    }],
+                )]),
+            }, // generation 2
+            commit(2, 10),
+            assign(2), // generation 3: worker 1's run is now a zombie
+            commit(2, 20),
+            commit(3, 15),
+        ]);
+        let r = replay(&log, "sink", "t");
+        let e = |worker, generation| Effect {
+            partition: 0,
+            worker,
+            generation,
+        };
+        assert_eq!(r.effects, vec![e(1, 2), e(1, 2), e(2, 3), e(2, 3)]);
+        assert_eq!((r.commits, r.fenced, r.entries), (2, 1, 8));
+        assert_eq!(
+            r.offsets,
+            vec![
+                OffsetEvent::Observed {
+                    partition: 0,
+                    offset: 10
+                },
+                OffsetEvent::Observed {
+                    partition: 0,
+                    offset: 15
+                },
+            ]
+        );
+        assert!(super::super::checkers::single_owner(&r.effects).is_empty());
+    }
+}

@@ -1,0 +1,659 @@
+//! One fault scenario, end to end: a three-node cluster and a broker as real processes, numbered
+//! records flowing through a sink connector, concurrent config clients and an offset poller
+//! recording their histories, a nemesis injecting and healing faults; then convergence, a drain
+//! of the sink, and every checker over what was recorded.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use super::checkers::{self, Assigned, Delivery, Effect};
+use super::client::{config_client, ClientPlan, History, Probe};
+use super::linearizable::{check, ConfigRegister};
+use super::nemesis::Nemesis;
+use super::replay::{replay, Replayed};
+use super::rng::Rng;
+use super::workload::{low_watermarks, record_id, OffsetPoller, Producer};
+use crate::{lines_in_work_dirs, say, wait_for, Cluster, Kafka, Settings, Signal};
+
+/// The topic the numbered records go to.
+pub const TOPIC: &str = "jepsen";
+/// The topic of the config clients' connectors (no records: their tasks idle).
+pub const IDLE_TOPIC: &str = "jepsen-idle";
+/// The sink connector under test.
+pub const SINK: &str = "sink";
+const BOOT: Duration = Duration::from_secs(60);
+/// How long a fault may last past its hold time while the sink's tasks have not recovered.
+const RECOVERY: Duration = Duration::from_secs(30);
+
+/// The sinks the matrix runs, every one that exists.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Sink {
+    /// FileStreamSink: at-least-once (duplicates counted, not failed).
+    File,
+}
+
+impl Sink {
+    pub const ALL: [Sink; 1] = [Sink::File];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Sink::File => "file",
+        }
+    }
+
+    /// Whether the sink promises no duplicates.
+    pub fn exactly_once(self) -> bool {
+        match self {
+            Sink::File => false,
+        }
+    }
+
+    fn output(self) -> &'static str {
+        match self {
+            Sink::File => "sink.out",
+        }
+    }
+
+    fn config(self, tasks: usize) -> Vec<(&'static str, String)> {
+        match self {
+            Sink::File => vec![
+                ("connector.class", "FileStreamSink".into()),
+                ("topics", TOPIC.into()),
+                ("tasks.max", tasks.to_string()),
+                // Relative: each worker writes in its own working directory.
+                ("file", self.output().into()),
+            ],
+        }
+    }
+
+    /// The record numbers the sink wrote, with repeats.
+    fn delivered(self, cluster: &Cluster) -> Vec<u64> {
+        lines_in_work_dirs(cluster, self.output())
+            .iter()
+            .filter_map(|l| record_id(l))
+            .collect()
+    }
+}
+
+impl std::str::FromStr for Sink {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Sink::ALL
+            .into_iter()
+            .find(|k| k.name() == s)
+            .ok_or_else(|| format!("unknown sink {s:?}: expected one of: file"))
+    }
+}
+
+/// What to run.
+#[derive(Clone, Debug)]
+pub struct Scenario {
+    pub nemesis: Nemesis,
+    pub sink: Sink,
+    pub seed: u64,
+    /// How long faults are injected while records flow and clients run.
+    pub duration: Duration,
+    /// Records per second.
+    pub rate: u32,
+    pub partitions: i32,
+    pub tasks: usize,
+    pub clients: u64,
+}
+
+impl Scenario {
+    pub fn new(nemesis: Nemesis, sink: Sink, seed: u64, duration: Duration) -> Scenario {
+        Scenario {
+            nemesis,
+            sink,
+            seed,
+            duration,
+            rate: 300,
+            partitions: 6,
+            tasks: 3,
+            clients: 3,
+        }
+    }
+
+    pub fn label(&self) -> String {
+        format!("{}/{}/seed {}", self.nemesis, self.sink.name(), self.seed)
+    }
+}
+
+/// What a scenario found.
+#[derive(Clone, Debug)]
+pub struct Summary {
+    pub label: String,
+    pub exactly_once: bool,
+    pub faults: Vec<String>,
+    pub delivery: Delivery,
+    pub replayed: Replayed,
+    pub ownership_violations: Vec<Effect>,
+    pub log_offsets_backwards: Vec<(i32, i64, i64)>,
+    pub read_offsets_backwards: Vec<(i32, i64, i64)>,
+    pub offset_reads: usize,
+    pub config_ops: usize,
+    pub config_unknown: usize,
+    pub non_linearizable: Vec<String>,
+    /// Time from the last heal to convergence, or what kept it from converging.
+    pub convergence: Result<Duration, Vec<String>>,
+    /// Time for a displaced worker's tasks to run elsewhere, per fault that displaced one
+    /// (`None`: not within the fault's hold time).
+    pub failovers: Vec<Option<Duration>>,
+    pub elapsed: Duration,
+}
+
+impl Summary {
+    /// Each checker's verdict: name, pass, what it saw.
+    pub fn verdicts(&self) -> Vec<(&'static str, bool, String)> {
+        let d = &self.delivery;
+        let r = &self.replayed;
+        vec![
+            (
+                "loss",
+                d.lost.is_empty() && d.produced > 0,
+                format!(
+                    "{} produced, {} delivered, {} lost{}",
+                    d.produced,
+                    d.delivered,
+                    d.lost.len(),
+                    if d.unverifiable.is_empty() {
+                        " (the broker still held every record)".to_string()
+                    } else {
+                        format!(", {} unverifiable (discarded by the broker)", d.unverifiable.len())
+                    }
+                ),
+            ),
+            (
+                "duplicates",
+                !self.exactly_once || d.duplicates == 0,
+                format!(
+                    "{} duplicated ({})",
+                    d.duplicates,
+                    if self.exactly_once { "exactly-once: none allowed" } else { "at-least-once: counted" }
+                ),
+            ),
+            (
+                "single owner",
+                self.ownership_violations.is_empty() && r.commits > 0,
+                format!(
+                    "{} violations in {} committed effects ({} offset commits accepted, {} fenced) over {} log entries",
+                    self.ownership_violations.len(),
+                    r.effects.len(),
+                    r.commits,
+                    r.fenced,
+                    r.entries
+                ),
+            ),
+            (
+                "config linearizability",
+                self.non_linearizable.is_empty() && self.config_ops > 0,
+                format!(
+                    "{} operations ({} of unknown outcome): {}",
+                    self.config_ops,
+                    self.config_unknown,
+                    if self.non_linearizable.is_empty() {
+                        "linearizable".to_string()
+                    } else {
+                        format!("NOT linearizable on {:?}", self.non_linearizable)
+                    }
+                ),
+            ),
+            (
+                "convergence",
+                self.convergence.is_ok(),
+                match &self.convergence {
+                    Ok(t) => format!("every task RUNNING, all nodes agree, {} ms after healing", t.as_millis()),
+                    Err(problems) => format!("not converged: {problems:?}"),
+                },
+            ),
+            (
+                "offsets monotonic",
+                self.log_offsets_backwards.is_empty() && self.read_offsets_backwards.is_empty(),
+                format!(
+                    "{} backwards in the log, {} backwards in {} offsets read one read after another",
+                    self.log_offsets_backwards.len(),
+                    self.read_offsets_backwards.len(),
+                    self.offset_reads
+                ),
+            ),
+        ]
+    }
+
+    pub fn passed(&self) -> bool {
+        self.verdicts().iter().all(|(_, ok, _)| *ok)
+    }
+
+    /// Median and max of the measured fail-overs.
+    pub fn failover_stats(&self) -> Option<(Duration, Duration)> {
+        let mut times: Vec<Duration> = self.failovers.iter().flatten().copied().collect();
+        times.sort();
+        Some((*times.get(times.len() / 2)?, *times.last()?))
+    }
+}
+
+impl fmt::Display for Summary {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(
+            f,
+            "SCENARIO {} ({} s): {} faults: {}",
+            self.label,
+            self.elapsed.as_secs(),
+            self.faults.len(),
+            self.faults.join("; ")
+        )?;
+        for (name, ok, detail) in self.verdicts() {
+            writeln!(
+                f,
+                "  {:<24} {}  {detail}",
+                name,
+                if ok { "ok  " } else { "FAIL" }
+            )?;
+        }
+        let slow = self.failovers.iter().filter(|t| t.is_none()).count();
+        match self.failover_stats() {
+            Some((median, max)) => writeln!(
+                f,
+                "  {:<24}       median {} ms, max {} ms over {} displaced workers{}",
+                "fail-over",
+                median.as_millis(),
+                max.as_millis(),
+                self.failovers.len() - slow,
+                if slow > 0 {
+                    format!(", {slow} not within the fault")
+                } else {
+                    String::new()
+                }
+            )?,
+            None => writeln!(
+                f,
+                "  {:<24}       no fault displaced a worker that ran sink tasks",
+                "fail-over"
+            )?,
+        }
+        write!(
+            f,
+            "  VERDICT {}",
+            if self.passed() { "PASS" } else { "FAIL" }
+        )
+    }
+}
+
+/// The nodes that are members and running.
+fn live(cluster: &Cluster, removed: &BTreeSet<u64>) -> Vec<u64> {
+    cluster
+        .nodes
+        .values()
+        .filter(|n| n.is_running() && !removed.contains(&n.id))
+        .map(|n| n.id)
+        .collect()
+}
+
+fn api(cluster: &Cluster, id: u64) -> String {
+    cluster.node(id).api.clone()
+}
+
+/// The leader as the first answering node names it.
+fn leader(cluster: &Cluster, probe: &Probe, among: &[u64]) -> Option<u64> {
+    among
+        .iter()
+        .find_map(|id| probe.leader(&api(cluster, *id)))
+        .filter(|l| among.contains(l))
+}
+
+/// The workers running the sink's tasks, as the first answering node says.
+fn sink_workers(cluster: &Cluster, probe: &Probe, among: &[u64]) -> Vec<String> {
+    among
+        .iter()
+        .find_map(|id| probe.tasks(&api(cluster, *id), SINK))
+        .map(|tasks| tasks.into_iter().map(|t| t.worker).collect())
+        .unwrap_or_default()
+}
+
+/// Whether the given connectors have settled as `ask` (nodes) see them, on `workers`.
+fn settled(
+    cluster: &Cluster,
+    probe: &Probe,
+    ask: &[u64],
+    connectors: &[String],
+    workers: &BTreeSet<String>,
+) -> Vec<String> {
+    let mut problems = Vec::new();
+    for name in connectors {
+        let views: BTreeMap<u64, Option<Vec<Assigned>>> = ask
+            .iter()
+            .map(|id| (*id, probe.tasks(&api(cluster, *id), name)))
+            .collect();
+        let reported = ask
+            .iter()
+            .find_map(|id| probe.status(&api(cluster, *id), name))
+            .unwrap_or_default();
+        if views.values().flatten().all(Vec::is_empty) && views.values().any(Option::is_some) {
+            // A connector without tasks yet (just created): its tasks are still to come.
+            problems.push(format!("{name} has no tasks yet"));
+        }
+        problems.extend(checkers::convergence(&views, &reported, workers));
+    }
+    problems
+}
+
+/// Inject one fault, hold it, measure the fail-over, heal it.
+struct Nemeses<'a> {
+    cluster: &'a mut Cluster,
+    probe: Probe,
+    rng: Rng,
+    removed: BTreeSet<u64>,
+    next_id: u64,
+    faults: Vec<String>,
+    failovers: Vec<Option<Duration>>,
+}
+
+impl Nemeses<'_> {
+    fn round(&mut self, kind: Nemesis) {
+        let running = live(self.cluster, &self.removed);
+        let victim = if kind.targets_leader() {
+            leader(self.cluster, &self.probe, &running)
+        } else {
+            None
+        };
+        let victim = match victim {
+            Some(v) => v,
+            None => *self.rng.pick(&running).expect("a running node"),
+        };
+        let held =
+            sink_workers(self.cluster, &self.probe, &running).contains(&api(self.cluster, victim));
+        let hold = Duration::from_millis(self.rng.between(5000, 8000));
+        let t0 = Instant::now();
+        let mut target = victim;
+        match kind {
+            Nemesis::KillRandom | Nemesis::KillLeader => self.cluster.kill9(victim),
+            Nemesis::Pause => self.cluster.signal(victim, Signal::SIGSTOP),
+            Nemesis::Restart => {
+                self.cluster.stop(victim);
+                self.cluster.start(victim);
+            }
+            Nemesis::PartitionMajority | Nemesis::PartitionLeader => self.cluster.isolate(victim),
+            Nemesis::Membership => {
+                target = self.next_id;
+                self.next_id += 1;
+                self.cluster.configure_extra(target);
+                self.cluster.start(target);
+                let via = leader(self.cluster, &self.probe, &running).unwrap_or(victim);
+                wait_for("the new node to answer", BOOT, || {
+                    self.cluster.status(target).map(|_| ())
+                });
+                self.cluster.add_node(via, target);
+            }
+            Nemesis::Combined => unreachable!("combined is drawn into single faults"),
+        }
+        let desc = match kind {
+            Nemesis::KillRandom | Nemesis::KillLeader => format!("kill -9 {victim}"),
+            Nemesis::Pause => format!("pause {victim}"),
+            Nemesis::Restart => format!("restart {victim}"),
+            Nemesis::PartitionMajority | Nemesis::PartitionLeader => format!("isolate {victim}"),
+            Nemesis::Membership => format!("add {target}, remove {target}"),
+            Nemesis::Combined => unreachable!(),
+        };
+        // Until the hold ends: when did the sink's tasks run again, away from a displaced victim?
+        let others: Vec<u64> = live(self.cluster, &self.removed)
+            .into_iter()
+            .filter(|id| !kind.displaces() || *id != victim)
+            .collect();
+        let workers: BTreeSet<String> = others.iter().map(|id| api(self.cluster, *id)).collect();
+        // The fault lasts its hold time, and beyond it until the sink's tasks run again (at most
+        // RECOVERY), so that every fault is measured and the next starts from a settled cluster.
+        let mut recovered = None;
+        loop {
+            if t0.elapsed() >= hold && (recovered.is_some() || t0.elapsed() >= RECOVERY) {
+                break;
+            }
+            if recovered.is_none()
+                && settled(
+                    self.cluster,
+                    &self.probe,
+                    &others[..1.min(others.len())],
+                    &[SINK.to_string()],
+                    &workers,
+                )
+                .is_empty()
+            {
+                recovered = Some(t0.elapsed());
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        if kind.displaces() && held {
+            self.failovers.push(recovered);
+        }
+        match kind {
+            Nemesis::KillRandom | Nemesis::KillLeader => self.cluster.start(victim),
+            Nemesis::Pause => self.cluster.signal(victim, Signal::SIGCONT),
+            Nemesis::Restart => {}
+            Nemesis::PartitionMajority | Nemesis::PartitionLeader => self.cluster.heal(),
+            Nemesis::Membership => {
+                let via = live(self.cluster, &self.removed)
+                    .into_iter()
+                    .find(|id| *id != target)
+                    .expect("a node to remove through");
+                let id = target.to_string();
+                self.cluster
+                    .json(via, &["cluster", "remove-node", "--id", &id]);
+                self.removed.insert(target);
+                self.cluster.stop(target);
+            }
+            Nemesis::Combined => unreachable!(),
+        }
+        say(format!(
+            "NEMESIS {desc}: held {} ms{}",
+            hold.as_millis(),
+            match (held && kind.displaces(), recovered) {
+                (true, Some(t)) =>
+                    format!(", its sink tasks ran elsewhere after {} ms", t.as_millis()),
+                (true, None) => format!(
+                    ", its sink tasks did not run elsewhere within {} s",
+                    RECOVERY.as_secs()
+                ),
+                _ => String::new(),
+            }
+        ));
+        self.faults.push(desc);
+    }
+}
+
+/// Run a scenario and check what it recorded.
+pub fn run(s: &Scenario) -> Summary {
+    let begun = Instant::now();
+    say(format!("SCENARIO {} starts", s.label()));
+    let mut rng = Rng::new(s.seed);
+    let kafka = Kafka::start(&[(TOPIC, s.partitions), (IDLE_TOPIC, 1)]);
+    let settings = Settings {
+        kafka: Some(kafka.bootstrap.clone()),
+        proxied: true,
+        // The whole log stays: the single-owner checker replays it from the first entry.
+        snapshot_logs: 10_000_000,
+        logs_to_keep: 10_000_000,
+        ..Settings::default()
+    };
+    let mut cluster = Cluster::new(3, settings);
+    cluster.start_all();
+    let first_leader = cluster.wait_leader(BOOT);
+    for id in 1..=3 {
+        wait_for("every worker to register", BOOT, || {
+            cluster
+                .log_text(id)
+                .contains("registered as a worker")
+                .then_some(())
+        });
+    }
+    let config: Vec<(&str, String)> = s.sink.config(s.tasks);
+    let pairs: Vec<(&str, &str)> = config.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let file = cluster.connector_file(SINK, &pairs);
+    cluster.cli(
+        first_leader,
+        &["connectors", "create", "-f", &file.to_string_lossy()],
+    );
+    let probe = Probe::new();
+    let originals: Vec<u64> = vec![1, 2, 3];
+    let addrs: Vec<String> = originals.iter().map(|id| api(&cluster, *id)).collect();
+    let all_workers: BTreeSet<String> = addrs.iter().cloned().collect();
+    wait_for("the sink's tasks running", BOOT, || {
+        settled(
+            &cluster,
+            &probe,
+            &originals,
+            &[SINK.to_string()],
+            &all_workers,
+        )
+        .is_empty()
+        .then_some(())
+    });
+
+    // The workload.
+    let started = Instant::now();
+    let until = started + s.duration;
+    let producer = Producer::start(&kafka.bootstrap, TOPIC, s.partitions, s.rate);
+    let poller = OffsetPoller::start(addrs.clone(), SINK, rng.next_u64());
+    let history: History = Arc::new(Mutex::new(Vec::new()));
+    let keys: Vec<String> = (0..3).map(|k| format!("k{k}")).collect();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("a client runtime");
+    let client_seed = rng.next_u64();
+    let clients: Vec<_> = (0..s.clients)
+        .map(|id| {
+            runtime.spawn(config_client(
+                ClientPlan {
+                    id,
+                    addrs: addrs.clone(),
+                    keys: keys.clone(),
+                    topic: IDLE_TOPIC.to_string(),
+                    started,
+                    until,
+                    think: Duration::from_millis(100),
+                    seed: client_seed,
+                },
+                history.clone(),
+            ))
+        })
+        .collect();
+
+    // The faults, one after another, each healed before the next.
+    let mut nemeses = Nemeses {
+        cluster: &mut cluster,
+        probe: Probe::new(),
+        rng: rng.fork(),
+        removed: BTreeSet::new(),
+        next_id: 4,
+        faults: Vec::new(),
+        failovers: Vec::new(),
+    };
+    loop {
+        let quiet = Duration::from_millis(nemeses.rng.between(1000, 3000));
+        std::thread::sleep(quiet);
+        if started.elapsed() >= s.duration {
+            break;
+        }
+        let kind = s.nemesis.draw(&mut nemeses.rng);
+        nemeses.round(kind);
+    }
+    let (faults, failovers, removed) = (nemeses.faults, nemeses.failovers, nemeses.removed);
+    let healed = Instant::now();
+    for c in clients {
+        let _ = runtime.block_on(c);
+    }
+    let produced = producer.finish();
+    say(format!(
+        "WORKLOAD: {} records acknowledged ({} not), faults over",
+        produced.acked.len(),
+        produced.failed
+    ));
+
+    // Convergence: every connector's tasks RUNNING at their assigned generation on live workers,
+    // and every live node reporting the same assignment.
+    let alive = live(&cluster, &removed);
+    let workers: BTreeSet<String> = alive.iter().map(|id| api(&cluster, *id)).collect();
+    let deadline = Duration::from_secs(90);
+    let convergence = loop {
+        let connectors = alive
+            .iter()
+            .find_map(|id| probe.connectors(&api(&cluster, *id)))
+            .unwrap_or_default();
+        let problems = settled(&cluster, &probe, &alive, &connectors, &workers);
+        if problems.is_empty() {
+            break Ok(healed.elapsed());
+        }
+        if healed.elapsed() > deadline {
+            break Err(problems);
+        }
+        std::thread::sleep(Duration::from_millis(250));
+    };
+
+    // Drain: wait (bounded) for every acknowledged record to reach the sink.
+    let wanted: BTreeSet<u64> = produced.acked.iter().map(|p| p.id).collect();
+    let drain = Instant::now();
+    let mut delivered = s.sink.delivered(&cluster);
+    while drain.elapsed() < Duration::from_secs(60) {
+        let got: BTreeSet<u64> = delivered.iter().copied().collect();
+        if wanted.is_subset(&got) {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(250));
+        delivered = s.sink.delivered(&cluster);
+    }
+    let offsets_read = poller.finish();
+    let lows = low_watermarks(&kafka.bootstrap, TOPIC, s.partitions);
+    let delivery = checkers::delivery(&produced.acked, &delivered, &lows);
+
+    // The log: stop every node, then replay the longest committed log.
+    let running: Vec<u64> = cluster
+        .nodes
+        .values()
+        .filter(|n| n.is_running())
+        .map(|n| n.id)
+        .collect();
+    for id in running {
+        cluster.stop(id);
+    }
+    let logs: Vec<Vec<ferry_meta::types::Entry>> = cluster
+        .nodes
+        .values()
+        .map(|n| {
+            ferry_meta::store::read_committed_log(&n.data_dir)
+                .unwrap_or_else(|e| panic!("cannot read node {}'s log: {e}", n.id))
+        })
+        .collect();
+    let longest = logs
+        .iter()
+        .max_by_key(|l| l.len())
+        .cloned()
+        .unwrap_or_default();
+    let replayed = replay(&longest, SINK, TOPIC);
+    let ownership_violations = checkers::single_owner(&replayed.effects);
+    let log_offsets_backwards = checkers::offsets_monotonic(&replayed.offsets);
+    let read_offsets_backwards = checkers::offsets_monotonic(&offsets_read);
+
+    let history = history.lock().unwrap_or_else(|p| p.into_inner()).clone();
+    let non_linearizable = check(&ConfigRegister, &history);
+    let summary = Summary {
+        label: s.label(),
+        exactly_once: s.sink.exactly_once(),
+        faults,
+        delivery,
+        replayed,
+        ownership_violations,
+        log_offsets_backwards,
+        read_offsets_backwards,
+        offset_reads: offsets_read.len(),
+        config_ops: history.len(),
+        config_unknown: history.iter().filter(|o| o.ret.is_none()).count(),
+        non_linearizable,
+        convergence,
+        failovers,
+        elapsed: begun.elapsed(),
+    };
+    say(summary.to_string());
+    summary
+}

@@ -1,0 +1,207 @@
+//! The record workload: a producer of uniquely numbered records spread over every partition of
+//! a topic (recording where the broker put each), a sequential poller of committed offsets, and
+//! readers of what the sinks wrote and what the broker still holds.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use rdkafka::config::ClientConfig;
+use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::producer::{FutureProducer, FutureRecord};
+
+use super::checkers::{OffsetEvent, Produced};
+use super::client::Probe;
+use super::rng::Rng;
+
+/// The value of record `id`, one line of a FileStreamSink's output.
+pub fn record_value(id: u64) -> String {
+    format!("r{id:09}")
+}
+
+/// The record number in a sink output line, if it is one of ours.
+pub fn record_id(line: &str) -> Option<u64> {
+    line.strip_prefix('r')?.parse().ok()
+}
+
+/// What the producer did.
+#[derive(Debug, Default)]
+pub struct Produce {
+    /// Acknowledged records: the loss checker's input.
+    pub acked: Vec<Produced>,
+    /// Records the broker did not acknowledge (not counted as produced).
+    pub failed: usize,
+}
+
+/// Produces `rate` records per second, record `id` to partition `id % partitions`, until
+/// stopped.
+pub struct Producer {
+    stop: Arc<AtomicBool>,
+    handle: Option<JoinHandle<Produce>>,
+}
+
+impl Producer {
+    pub fn start(bootstrap: &str, topic: &str, partitions: i32, rate: u32) -> Producer {
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = stop.clone();
+        let (bootstrap, topic) = (bootstrap.to_string(), topic.to_string());
+        let handle = std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .expect("a producer runtime");
+            runtime.block_on(produce(&bootstrap, &topic, partitions, rate, &flag))
+        });
+        Producer {
+            stop,
+            handle: Some(handle),
+        }
+    }
+
+    /// Stop producing; every acknowledged record.
+    pub fn finish(mut self) -> Produce {
+        self.stop.store(true, Ordering::Relaxed);
+        self.handle
+            .take()
+            .map(|h| h.join().expect("the producer thread panicked"))
+            .unwrap_or_default()
+    }
+}
+
+impl Drop for Producer {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+    }
+}
+
+async fn produce(
+    bootstrap: &str,
+    topic: &str,
+    partitions: i32,
+    rate: u32,
+    stop: &AtomicBool,
+) -> Produce {
+    let producer: FutureProducer = ClientConfig::new()
+        .set("bootstrap.servers", bootstrap)
+        .set("acks", "all")
+        .set("linger.ms", "5")
+        .set("message.timeout.ms", "30000")
+        .create()
+        .expect("a producer");
+    let tick = Duration::from_millis(20);
+    let per_tick = (u64::from(rate) * 20 / 1000).max(1);
+    let mut out = Produce::default();
+    let mut next = 0u64;
+    let mut interval = tokio::time::interval(tick);
+    while !stop.load(Ordering::Relaxed) {
+        interval.tick().await;
+        let mut inflight = Vec::new();
+        for id in next..next + per_tick {
+            let value = record_value(id);
+            let key = id.to_string();
+            let partition = (id % partitions as u64) as i32;
+            let record = FutureRecord::to(topic)
+                .key(&key)
+                .payload(&value)
+                .partition(partition);
+            match producer.send_result(record) {
+                Ok(delivery) => inflight.push((id, delivery)),
+                Err(_) => out.failed += 1,
+            }
+        }
+        next += per_tick;
+        for (id, delivery) in inflight {
+            match delivery.await {
+                Ok(Ok(d)) => out.acked.push(Produced {
+                    id,
+                    partition: d.partition,
+                    offset: d.offset,
+                }),
+                _ => out.failed += 1,
+            }
+        }
+    }
+    out
+}
+
+/// Reads a sink connector's committed offsets from a random node, one read at a time (so that
+/// each read starts after the previous one returned), until stopped.
+pub struct OffsetPoller {
+    stop: Arc<AtomicBool>,
+    handle: Option<JoinHandle<Vec<OffsetEvent>>>,
+}
+
+impl OffsetPoller {
+    pub fn start(addrs: Vec<String>, name: &str, seed: u64) -> OffsetPoller {
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = stop.clone();
+        let name = name.to_string();
+        let handle =
+            std::thread::spawn(move || {
+                let probe = Probe::new();
+                let mut rng = Rng::new(seed);
+                let mut events = Vec::new();
+                while !flag.load(Ordering::Relaxed) {
+                    let Some(addr) = rng.pick(&addrs) else {
+                        break;
+                    };
+                    if let Some(offsets) = probe.sink_offsets(addr, &name) {
+                        events.extend(offsets.into_iter().map(|(partition, offset)| {
+                            OffsetEvent::Observed { partition, offset }
+                        }));
+                    }
+                    std::thread::sleep(Duration::from_millis(200));
+                }
+                events
+            });
+        OffsetPoller {
+            stop,
+            handle: Some(handle),
+        }
+    }
+
+    pub fn finish(mut self) -> Vec<OffsetEvent> {
+        self.stop.store(true, Ordering::Relaxed);
+        self.handle
+            .take()
+            .map(|h| h.join().expect("the offset poller panicked"))
+            .unwrap_or_default()
+    }
+}
+
+impl Drop for OffsetPoller {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+    }
+}
+
+/// The broker's low watermark of every partition: records below it were discarded (the mock's
+/// retention), so their absence cannot be blamed on the sink.
+pub fn low_watermarks(bootstrap: &str, topic: &str, partitions: i32) -> BTreeMap<i32, i64> {
+    let consumer: BaseConsumer = ClientConfig::new()
+        .set("bootstrap.servers", bootstrap)
+        .create()
+        .expect("a consumer for watermarks");
+    (0..partitions)
+        .map(|p| {
+            let (low, _) = consumer
+                .fetch_watermarks(topic, p, Duration::from_secs(10))
+                .unwrap_or_else(|e| panic!("cannot read the watermarks of {topic}-{p}: {e}"));
+            (p, low)
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn record_values_round_trip_and_other_lines_are_not_ours() {
+        assert_eq!(record_id(&record_value(42)), Some(42));
+        assert_eq!(record_id("hello"), None);
+        assert_eq!(record_id("r12x"), None);
+    }
+}
