@@ -2,7 +2,7 @@
 CARGO ?= cargo
 export CARGO_TERM_COLOR ?= never
 
-.PHONY: all build lint test unit e2e run bench clean
+.PHONY: all build lint test unit e2e run bench jepsen clean
 
 all: build
 
@@ -31,6 +31,13 @@ bench:
 	./scripts/testbed/kcat.sh
 	$(CARGO) build --release --workspace --locked
 	FERRY_BIN_DIR=$(CURDIR)/target/release $(CURDIR)/target/release/ferry-bench
+
+# The fault suite's matrix: every nemesis x every sink x three seeds, one scenario at a time
+# (see README "Reliability"). Narrow it with ARGS, e.g. ARGS="--nemesis pause --seed 7 --duration 20".
+ARGS ?= --nemesis all --sink all --seed 1,2,3 --duration 30
+jepsen:
+	$(CARGO) build --workspace --bins --locked
+	FERRY_BIN_DIR=$(CURDIR)/target/debug $(CURDIR)/target/debug/ferry-jepsen $(ARGS)
 
 clean:
 	$(CARGO) clean

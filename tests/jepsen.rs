@@ -1,11 +1,13 @@
-//! Fault suite scenarios: a recorded history of concurrent clients under a nemesis, checked
-//! afterwards.
+//! The fault suite's subset for `make test` (the whole matrix is `make jepsen`): recorded
+//! histories under nemeses, checked afterwards.
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use ferry_tests::jepsen::client::{config_client, ClientPlan, History};
 use ferry_tests::jepsen::linearizable::{check, ConfigRegister};
+use ferry_tests::jepsen::nemesis::Nemesis;
+use ferry_tests::jepsen::scenario::{run, Scenario, Sink};
 use ferry_tests::{say, Cluster, Settings};
 
 #[test]
@@ -52,4 +54,29 @@ fn concurrent_config_clients_see_a_linearizable_history_through_a_leader_kill() 
     ));
     assert!(history.len() > 50, "the workload ran");
     assert!(failing.is_empty(), "non-linearizable keys: {failing:?}");
+}
+
+/// Run one scenario of the matrix and require every checker to pass.
+fn scenario(nemesis: Nemesis, seed: u64, secs: u64) {
+    let summary = run(&Scenario::new(
+        nemesis,
+        Sink::File,
+        seed,
+        Duration::from_secs(secs),
+    ));
+    assert!(summary.passed(), "{summary}");
+    assert!(!summary.faults.is_empty(), "the nemesis injected faults");
+}
+
+/// kill -9, SIGSTOP past the worker timeout, graceful restarts and partitions, one after another
+/// (the restart nemesis found a node that never finished stopping: regression case).
+#[test]
+fn combined_faults_under_load_lose_nothing_keep_one_owner_and_converge() {
+    scenario(Nemesis::Combined, 11, 45);
+}
+
+/// A node added as learner and promoted, then removed, while records flow and tasks rebalance.
+#[test]
+fn membership_changes_under_load_lose_nothing_and_converge() {
+    scenario(Nemesis::Membership, 5, 20);
 }

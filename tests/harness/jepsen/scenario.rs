@@ -621,7 +621,7 @@ pub fn run(s: &Scenario) -> Summary {
         .nodes
         .values()
         .map(|n| {
-            ferry_meta::store::read_committed_log(&n.data_dir)
+            ferry_meta::store::read_committed_log(&n.data_dir.join("raft"))
                 .unwrap_or_else(|e| panic!("cannot read node {}'s log: {e}", n.id))
         })
         .collect();
