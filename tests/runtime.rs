@@ -547,6 +547,54 @@ fn seed_003_scale_out_moves_only_the_new_workers_share_and_survives_the_leader()
     ));
 }
 
+/// remove-node moves the node's work away while it is still a member, then removes it: when the
+/// call returns nothing is assigned to it, and it stops at once (found by the fault suite's
+/// membership nemesis: removed first, the node kept its tasks, whose commits then waited in vain
+/// for this node to apply them, and it did not stop within 20 s).
+#[test]
+fn remove_node_moves_its_tasks_away_first_and_the_node_stops_cleanly() {
+    let kafka = Kafka::start(&[("lines", 6)]);
+    let (mut cluster, leader) = started(3, &kafka, Settings::default());
+    let input = cluster.dir.path().join("input.txt");
+    std::fs::write(&input, "").expect("create input");
+    pipeline(&cluster, leader, &input, "6");
+    cluster.configure_extra(4);
+    cluster.start(4);
+    cluster.add_node(leader, 4);
+    let fourth = cluster.node(4).api.clone();
+    let names = ["source", "sink"];
+    wait_for("units running on the added node", FLOW, || {
+        let p = placement(&cluster, leader, &names);
+        (all_running(&cluster, leader, &names, 6) && p.values().any(|w| *w == fourth)).then_some(())
+    });
+    let writer = Writer::start(input.clone(), 0, 4_000, 200);
+    std::thread::sleep(Duration::from_millis(500));
+    cluster.json(leader, &["cluster", "remove-node", "--id", "4"]);
+    let right_after = placement(&cluster, leader, &names);
+    assert!(
+        right_after.values().all(|w| *w != fourth),
+        "nothing is assigned to a removed node: {right_after:?}"
+    );
+    let stopping = Instant::now();
+    let code = cluster.stop(4);
+    say(format!(
+        "REMOVE-NODE: node 4's units moved before it left; it stopped {} ms after SIGTERM",
+        stopping.elapsed().as_millis()
+    ));
+    assert_eq!(code, Some(0));
+    assert!(
+        !cluster
+            .log_text(4)
+            .contains("not every unit stopped in time"),
+        "every unit of the removed node finished (its final commits were applied)"
+    );
+    let written = writer.finish();
+    let expected: BTreeSet<String> = (0..written).map(|i| format!("line-{i:05}")).collect();
+    wait_lines(&cluster, &expected, "every line through the removal");
+    let status = cluster.status(leader).expect("cluster status");
+    assert!(!ferry_tests::members(&status).contains_key(&4), "{status}");
+}
+
 /// Freeze a worker running sink tasks past the worker timeout, let its tasks move, thaw it.
 /// Returns the cluster, the frozen node and the moved task ids.
 fn zombie_scenario(disable_lease: bool) -> (Kafka, Cluster, u64, u64, Vec<u64>, BTreeSet<String>) {

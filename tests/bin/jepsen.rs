@@ -2,7 +2,9 @@
 //! one scenario at a time, each against a fresh three-node cluster and broker.
 //!
 //! `ferry-jepsen [--nemesis all|NAME[,NAME…]] [--sink all|file] [--seed N[,N…]]
-//! [--duration SECONDS] [--rate RECORDS_PER_S]`; exits 1 if any scenario fails a checker.
+//! [--duration SECONDS] [--rate RECORDS_PER_S] [--no-lease]`; exits 1 if any scenario fails a
+//! checker. `--no-lease` turns the workers' ownership lease off (a test-only setting), so that
+//! zombies keep working and only generation fencing keeps their commits out.
 
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
@@ -16,10 +18,11 @@ struct Args {
     seeds: Vec<u64>,
     duration: Duration,
     rate: Option<u32>,
+    lease: bool,
 }
 
 const USAGE: &str = "usage: ferry-jepsen [--nemesis all|NAME[,NAME...]] [--sink all|file] \
-[--seed N[,N...]] [--duration SECONDS] [--rate RECORDS_PER_S]";
+[--seed N[,N...]] [--duration SECONDS] [--rate RECORDS_PER_S] [--no-lease]";
 
 fn parse() -> Result<Args, String> {
     let mut args = Args {
@@ -28,11 +31,16 @@ fn parse() -> Result<Args, String> {
         seeds: vec![1],
         duration: Duration::from_secs(30),
         rate: None,
+        lease: true,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
         if flag == "--help" || flag == "-h" {
             return Err(USAGE.to_string());
+        }
+        if flag == "--no-lease" {
+            args.lease = false;
+            continue;
         }
         let value = it
             .next()
@@ -94,6 +102,7 @@ fn main() -> ExitCode {
         for sink in &args.sinks {
             for nemesis in &args.nemeses {
                 let mut scenario = Scenario::new(*nemesis, *sink, *seed, args.duration);
+                scenario.lease = args.lease;
                 if let Some(rate) = args.rate {
                     scenario.rate = rate;
                 }

@@ -446,15 +446,18 @@ impl Cluster {
         output.ok().then(|| output.json())
     }
 
-    /// Wait until every running node agrees on a leader among them; return it.
-    pub fn wait_leader(&self, timeout: Duration) -> u64 {
-        let running: Vec<u64> = self
-            .nodes
+    /// The ids of the nodes whose processes run (paused ones included).
+    pub fn running(&self) -> Vec<u64> {
+        self.nodes
             .values()
             .filter(|n| n.is_running())
             .map(|n| n.id)
-            .collect();
-        self.wait_leader_among(&running, timeout)
+            .collect()
+    }
+
+    /// Wait until every running node agrees on a leader among them; return it.
+    pub fn wait_leader(&self, timeout: Duration) -> u64 {
+        self.wait_leader_among(&self.running(), timeout)
     }
 
     /// Wait until the given nodes agree on a leader among them; return it.

@@ -12,9 +12,12 @@ use ferry_meta::state::{TargetState, TopicPartitionRef};
 use ferry_meta::{ClusterState, MetaNode, NodeId};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
-use tracing::{debug, info};
+use tracing::{debug, info, warn};
 
 use crate::unit::{RuntimeSettings, UnitCtx};
+
+/// How long a stopping worker waits for its units to finish (final commits included).
+const UNITS_STOP: Duration = Duration::from_secs(12);
 
 type Key = (String, Option<u32>);
 
@@ -124,12 +127,26 @@ impl Runtime {
             }
         }
         info!(units = self.running.len(), "stopping every unit");
-        for (_, running) in std::mem::take(&mut self.running) {
-            running.stop.send_replace(true);
-            let _ = tokio::time::timeout(Duration::from_secs(15), running.handle).await;
-        }
-        for (_, handle) in std::mem::take(&mut self.stopping) {
-            let _ = tokio::time::timeout(Duration::from_secs(15), handle).await;
+        // All at once, under one bound: a unit whose final commit cannot complete must not hold
+        // up the others, nor the node's exit.
+        let mut handles: Vec<_> = std::mem::take(&mut self.running)
+            .into_values()
+            .map(|running| {
+                running.stop.send_replace(true);
+                running.handle
+            })
+            .collect();
+        handles.extend(std::mem::take(&mut self.stopping).into_values());
+        let count = handles.len();
+        if tokio::time::timeout(UNITS_STOP, futures::future::join_all(handles))
+            .await
+            .is_err()
+        {
+            warn!(
+                units = count,
+                waited_ms = UNITS_STOP.as_millis() as u64,
+                "not every unit stopped in time: leaving the rest (their uncommitted records are delivered again)"
+            );
         }
     }
 

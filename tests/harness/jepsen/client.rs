@@ -193,6 +193,21 @@ pub struct ClientPlan {
     pub seed: u64,
 }
 
+/// Start `count` config clients (ids 0..count) on `runtime`, each with `plan` and its own id.
+pub fn spawn_config_clients(
+    runtime: &tokio::runtime::Runtime,
+    count: u64,
+    plan: &ClientPlan,
+    history: &History,
+) -> Vec<tokio::task::JoinHandle<()>> {
+    (0..count)
+        .map(|id| {
+            let plan = ClientPlan { id, ..plan.clone() };
+            runtime.spawn(config_client(plan, history.clone()))
+        })
+        .collect()
+}
+
 /// Run create/put/get/delete operations against random nodes until `until`, recording each
 /// invocation and completion (a call cut off mid-flight as of unknown outcome).
 pub async fn config_client(plan: ClientPlan, history: History) {

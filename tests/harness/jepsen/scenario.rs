@@ -9,12 +9,12 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use super::checkers::{self, Assigned, Delivery, Effect};
-use super::client::{config_client, ClientPlan, History, Probe};
+use super::client::{spawn_config_clients, ClientPlan, History, Probe};
 use super::linearizable::{check, ConfigRegister};
 use super::nemesis::Nemesis;
 use super::replay::{replay, Replayed};
 use super::rng::Rng;
-use super::workload::{low_watermarks, record_id, OffsetPoller, Producer};
+use super::workload::{low_watermarks, offset_poller, producer, record_id};
 use crate::{lines_in_work_dirs, say, wait_for, Cluster, Kafka, Settings, Signal};
 
 /// The topic the numbered records go to.
@@ -101,6 +101,9 @@ pub struct Scenario {
     pub partitions: i32,
     pub tasks: usize,
     pub clients: u64,
+    /// Whether workers keep their ownership lease; without it (a test-only setting) a zombie
+    /// keeps working and only the generation fence stands between its commits and the state.
+    pub lease: bool,
 }
 
 impl Scenario {
@@ -114,11 +117,18 @@ impl Scenario {
             partitions: 6,
             tasks: 3,
             clients: 3,
+            lease: true,
         }
     }
 
     pub fn label(&self) -> String {
-        format!("{}/{}/seed {}", self.nemesis, self.sink.name(), self.seed)
+        format!(
+            "{}/{}/seed {}{}",
+            self.nemesis,
+            self.sink.name(),
+            self.seed,
+            if self.lease { "" } else { "/no lease" }
+        )
     }
 }
 
@@ -283,12 +293,9 @@ impl fmt::Display for Summary {
 
 /// The nodes that are members and running.
 fn live(cluster: &Cluster, removed: &BTreeSet<u64>) -> Vec<u64> {
-    cluster
-        .nodes
-        .values()
-        .filter(|n| n.is_running() && !removed.contains(&n.id))
-        .map(|n| n.id)
-        .collect()
+    let mut running = cluster.running();
+    running.retain(|id| !removed.contains(id));
+    running
 }
 
 fn api(cluster: &Cluster, id: u64) -> String {
@@ -470,6 +477,7 @@ pub fn run(s: &Scenario) -> Summary {
     let settings = Settings {
         kafka: Some(kafka.bootstrap.clone()),
         proxied: true,
+        disable_lease: !s.lease,
         // The whole log stays: the single-owner checker replays it from the first entry.
         snapshot_logs: 10_000_000,
         logs_to_keep: 10_000_000,
@@ -512,8 +520,8 @@ pub fn run(s: &Scenario) -> Summary {
     // The workload.
     let started = Instant::now();
     let until = started + s.duration;
-    let producer = Producer::start(&kafka.bootstrap, TOPIC, s.partitions, s.rate);
-    let poller = OffsetPoller::start(addrs.clone(), SINK, rng.next_u64());
+    let producer = producer(&kafka.bootstrap, TOPIC, s.partitions, s.rate);
+    let poller = offset_poller(addrs.clone(), SINK, rng.next_u64());
     let history: History = Arc::new(Mutex::new(Vec::new()));
     let keys: Vec<String> = (0..3).map(|k| format!("k{k}")).collect();
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -521,24 +529,17 @@ pub fn run(s: &Scenario) -> Summary {
         .enable_all()
         .build()
         .expect("a client runtime");
-    let client_seed = rng.next_u64();
-    let clients: Vec<_> = (0..s.clients)
-        .map(|id| {
-            runtime.spawn(config_client(
-                ClientPlan {
-                    id,
-                    addrs: addrs.clone(),
-                    keys: keys.clone(),
-                    topic: IDLE_TOPIC.to_string(),
-                    started,
-                    until,
-                    think: Duration::from_millis(100),
-                    seed: client_seed,
-                },
-                history.clone(),
-            ))
-        })
-        .collect();
+    let plan = ClientPlan {
+        id: 0,
+        addrs: addrs.clone(),
+        keys,
+        topic: IDLE_TOPIC.to_string(),
+        started,
+        until,
+        think: Duration::from_millis(100),
+        seed: rng.next_u64(),
+    };
+    let clients = spawn_config_clients(&runtime, s.clients, &plan, &history);
 
     // The faults, one after another, each healed before the next.
     let mut nemeses = Nemeses {
@@ -608,13 +609,7 @@ pub fn run(s: &Scenario) -> Summary {
     let delivery = checkers::delivery(&produced.acked, &delivered, &lows);
 
     // The log: stop every node, then replay the longest committed log.
-    let running: Vec<u64> = cluster
-        .nodes
-        .values()
-        .filter(|n| n.is_running())
-        .map(|n| n.id)
-        .collect();
-    for id in running {
+    for id in cluster.running() {
         cluster.stop(id);
     }
     let logs: Vec<Vec<ferry_meta::types::Entry>> = cluster

@@ -35,45 +35,49 @@ pub struct Produce {
     pub failed: usize,
 }
 
-/// Produces `rate` records per second, record `id` to partition `id % partitions`, until
-/// stopped.
-pub struct Producer {
+/// A thread that works until told to stop, then hands back what it recorded.
+pub struct Background<T> {
     stop: Arc<AtomicBool>,
-    handle: Option<JoinHandle<Produce>>,
+    handle: Option<JoinHandle<T>>,
 }
 
-impl Producer {
-    pub fn start(bootstrap: &str, topic: &str, partitions: i32, rate: u32) -> Producer {
+impl<T: Send + 'static> Background<T> {
+    /// Run `work` on its own thread; it should return soon after its flag turns true.
+    pub fn spawn(work: impl FnOnce(&AtomicBool) -> T + Send + 'static) -> Background<T> {
         let stop = Arc::new(AtomicBool::new(false));
         let flag = stop.clone();
-        let (bootstrap, topic) = (bootstrap.to_string(), topic.to_string());
-        let handle = std::thread::spawn(move || {
-            let runtime = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .expect("a producer runtime");
-            runtime.block_on(produce(&bootstrap, &topic, partitions, rate, &flag))
-        });
-        Producer {
+        let handle = std::thread::spawn(move || work(&flag));
+        Background {
             stop,
             handle: Some(handle),
         }
     }
 
-    /// Stop producing; every acknowledged record.
-    pub fn finish(mut self) -> Produce {
+    /// Stop the work; what it recorded.
+    pub fn finish(mut self) -> T {
         self.stop.store(true, Ordering::Relaxed);
-        self.handle
-            .take()
-            .map(|h| h.join().expect("the producer thread panicked"))
-            .unwrap_or_default()
+        let handle = self.handle.take().expect("finished once");
+        handle.join().expect("a workload thread panicked")
     }
 }
 
-impl Drop for Producer {
+impl<T> Drop for Background<T> {
     fn drop(&mut self) {
         self.stop.store(true, Ordering::Relaxed);
     }
+}
+
+/// Produce `rate` records per second, record `id` to partition `id % partitions`, until
+/// stopped; every acknowledged record.
+pub fn producer(bootstrap: &str, topic: &str, partitions: i32, rate: u32) -> Background<Produce> {
+    let (bootstrap, topic) = (bootstrap.to_string(), topic.to_string());
+    Background::spawn(move |stop| {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("a producer runtime");
+        runtime.block_on(produce(&bootstrap, &topic, partitions, rate, stop))
+    })
 }
 
 async fn produce(
@@ -126,55 +130,29 @@ async fn produce(
     out
 }
 
-/// Reads a sink connector's committed offsets from a random node, one read at a time (so that
+/// Read a sink connector's committed offsets from a random node, one read at a time (so that
 /// each read starts after the previous one returned), until stopped.
-pub struct OffsetPoller {
-    stop: Arc<AtomicBool>,
-    handle: Option<JoinHandle<Vec<OffsetEvent>>>,
-}
-
-impl OffsetPoller {
-    pub fn start(addrs: Vec<String>, name: &str, seed: u64) -> OffsetPoller {
-        let stop = Arc::new(AtomicBool::new(false));
-        let flag = stop.clone();
-        let name = name.to_string();
-        let handle =
-            std::thread::spawn(move || {
-                let probe = Probe::new();
-                let mut rng = Rng::new(seed);
-                let mut events = Vec::new();
-                while !flag.load(Ordering::Relaxed) {
-                    let Some(addr) = rng.pick(&addrs) else {
-                        break;
-                    };
-                    if let Some(offsets) = probe.sink_offsets(addr, &name) {
-                        events.extend(offsets.into_iter().map(|(partition, offset)| {
-                            OffsetEvent::Observed { partition, offset }
-                        }));
-                    }
-                    std::thread::sleep(Duration::from_millis(200));
-                }
-                events
-            });
-        OffsetPoller {
-            stop,
-            handle: Some(handle),
+pub fn offset_poller(addrs: Vec<String>, name: &str, seed: u64) -> Background<Vec<OffsetEvent>> {
+    let name = name.to_string();
+    Background::spawn(move |stop| {
+        let probe = Probe::new();
+        let mut rng = Rng::new(seed);
+        let mut events = Vec::new();
+        while !stop.load(Ordering::Relaxed) {
+            let Some(addr) = rng.pick(&addrs) else {
+                break;
+            };
+            if let Some(offsets) = probe.sink_offsets(addr, &name) {
+                events.extend(
+                    offsets
+                        .into_iter()
+                        .map(|(partition, offset)| OffsetEvent::Observed { partition, offset }),
+                );
+            }
+            std::thread::sleep(Duration::from_millis(200));
         }
-    }
-
-    pub fn finish(mut self) -> Vec<OffsetEvent> {
-        self.stop.store(true, Ordering::Relaxed);
-        self.handle
-            .take()
-            .map(|h| h.join().expect("the offset poller panicked"))
-            .unwrap_or_default()
-    }
-}
-
-impl Drop for OffsetPoller {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
-    }
+        events
+    })
 }
 
 /// The broker's low watermark of every partition: records below it were discarded (the mock's

@@ -33,6 +33,17 @@ pub struct Api {
 
 type Reply<T> = Result<GrpcResponse<T>, Status>;
 
+/// How long remove-node waits for the scheduler to move a node's tasks away.
+const TASKS_MOVE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// Whether any connector instance or task is assigned to worker `id`.
+fn assigned_to(state: &ClusterState, id: ferry_meta::NodeId) -> bool {
+    state.assignments.values().any(|a| {
+        a.connector.is_some_and(|c| c.worker == Some(id))
+            || a.tasks.values().any(|t| t.worker == Some(id))
+    })
+}
+
 fn request_id(given: &str) -> String {
     if given.trim().is_empty() {
         uuid::Uuid::new_v4().to_string()
@@ -643,11 +654,25 @@ impl Management for Api {
     ) -> Reply<pb::ClusterStatusResponse> {
         let id = req.into_inner().id;
         info!(node = id, "remove-node requested");
+        // First its work moves away, while it is still a member: its running tasks see their
+        // assignments go, and their final (fenced) commits still reach this node's log. Removed
+        // first, it kept running its tasks with writes it could never see applied.
+        self.write("", Command::RemoveWorker { id }).await?;
+        let started = std::time::Instant::now();
+        while self.read(|s| assigned_to(s, id)).await? {
+            if started.elapsed() > TASKS_MOVE_TIMEOUT {
+                return Err(ApiError::Meta(ferry_meta::MetaError::Unavailable {
+                    waited_ms: started.elapsed().as_millis(),
+                    last: format!("node {id} still has tasks assigned: retry remove-node"),
+                })
+                .into());
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        }
         self.node
             .propose(Proposal::RemoveNode { id })
             .await
             .map_err(ApiError::from)?;
-        self.write("", Command::RemoveWorker { id }).await?;
         Ok(GrpcResponse::new(self.cluster_status()))
     }
 }
