@@ -34,7 +34,7 @@ bench:
 
 # The fault suite's matrix: every nemesis x every sink x three seeds, one scenario at a time
 # (see README "Reliability"). Narrow it with ARGS, e.g. ARGS="--nemesis pause --seed 7 --duration 20".
-ARGS ?= --nemesis all --sink all --seed 1,2,3 --duration 30
+ARGS ?= --nemesis all --sink all --seed 1,2,3 --duration 40
 jepsen:
 	$(CARGO) build --workspace --bins --locked
 	FERRY_BIN_DIR=$(CURDIR)/target/debug $(CURDIR)/target/debug/ferry-jepsen $(ARGS)

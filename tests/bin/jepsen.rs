@@ -98,6 +98,7 @@ fn main() -> ExitCode {
     };
     let begun = Instant::now();
     let mut summaries = Vec::new();
+    let mut broken: Vec<(String, String)> = Vec::new();
     for seed in &args.seeds {
         for sink in &args.sinks {
             for nemesis in &args.nemeses {
@@ -106,13 +107,25 @@ fn main() -> ExitCode {
                 if let Some(rate) = args.rate {
                     scenario.rate = rate;
                 }
-                summaries.push(run(&scenario));
+                // A scenario that breaks (a harness deadline, a node that will not stop) is a
+                // failed row; the matrix goes on.
+                match std::panic::catch_unwind(|| run(&scenario)) {
+                    Ok(summary) => summaries.push(summary),
+                    Err(panic) => {
+                        let why = panic
+                            .downcast_ref::<String>()
+                            .cloned()
+                            .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+                            .unwrap_or_else(|| "a panic".into());
+                        broken.push((scenario.label(), why));
+                    }
+                }
             }
         }
     }
     println!(
         "\nJEPSEN MATRIX: {} scenarios in {} s",
-        summaries.len(),
+        summaries.len() + broken.len(),
         begun.elapsed().as_secs()
     );
     println!(
@@ -154,10 +167,19 @@ fn main() -> ExitCode {
             if s.passed() { "PASS" } else { "FAIL" }
         );
     }
-    let failed = summaries.iter().filter(|s| !s.passed()).count();
+    for (label, why) in &broken {
+        println!(
+            "{label:<36} BROKE: {}",
+            why.lines().next().unwrap_or_default()
+        );
+    }
+    let failed = summaries.iter().filter(|s| !s.passed()).count() + broken.len();
     println!("(fail-over: median/max; owner: ownership violations; lin: config linearizability)");
     if failed > 0 {
-        println!("{failed} of {} scenarios FAILED", summaries.len());
+        println!(
+            "{failed} of {} scenarios FAILED",
+            summaries.len() + broken.len()
+        );
         return ExitCode::FAILURE;
     }
     println!("every scenario passed");

@@ -48,12 +48,22 @@ pub fn say(message: impl AsRef<str>) {
     eprintln!("[harness] {}", message.as_ref());
 }
 
-/// A free TCP port on 127.0.0.1 (bound, then released).
+/// A free TCP port on 127.0.0.1 (bound, then released), never one this process handed out
+/// before: the OS may give a just-released port again, and two nodes must not share one.
 pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("no free port on 127.0.0.1")
+    static GIVEN: std::sync::Mutex<Vec<u16>> = std::sync::Mutex::new(Vec::new());
+    let mut given = GIVEN.lock().unwrap_or_else(|p| p.into_inner());
+    for _ in 0..1000 {
+        let port = TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .map(|a| a.port())
+            .expect("no free port on 127.0.0.1");
+        if !given.contains(&port) {
+            given.push(port);
+            return port;
+        }
+    }
+    panic!("no fresh port on 127.0.0.1 after 1000 tries");
 }
 
 /// Wait until `check` returns `Some`, or fail after `timeout` with `what`.

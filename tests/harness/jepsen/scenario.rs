@@ -452,8 +452,8 @@ impl Nemeses<'_> {
             Nemesis::Combined => unreachable!(),
         }
         say(format!(
-            "NEMESIS {desc}: held {} ms{}",
-            hold.as_millis(),
+            "NEMESIS {desc}: lasted {} ms{}",
+            t0.elapsed().as_millis(),
             match (held && kind.displaces(), recovered) {
                 (true, Some(t)) =>
                     format!(", its sink tasks ran elsewhere after {} ms", t.as_millis()),
