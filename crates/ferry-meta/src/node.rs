@@ -169,6 +169,14 @@ impl MetaNode {
         Ok(self.write(request).await?.answer)
     }
 
+    /// The state machine's answer to a write once the leader has committed and applied it,
+    /// without waiting for this node to apply it too: for writers that act on the answer only
+    /// (task commits and status reports). A node that is being removed from the cluster, which
+    /// may never see its last writes applied, gets its answers all the same.
+    pub async fn commit_answer(&self, request: Request) -> Result<Response, MetaError> {
+        Ok(self.propose(Proposal::Write(request)).await?.answer)
+    }
+
     /// Carry out a proposal on the leader, wherever it is.
     pub async fn propose(&self, proposal: Proposal) -> Result<ProposalReply, MetaError> {
         let started = Instant::now();

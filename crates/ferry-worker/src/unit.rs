@@ -69,9 +69,11 @@ impl UnitCtx {
     }
 
     /// Write a command of this unit; a stale generation (or a deleted connector) is `Fenced`.
+    /// Units act on the answer only (a read of their own writes goes through a linearizable
+    /// read), so this does not wait for this node to apply the write.
     pub async fn write(&self, command: Command) -> Result<Outcome, Failure> {
         let request = Request::new(uuid::Uuid::new_v4().to_string(), command);
-        match self.node.write_answer(request).await {
+        match self.node.commit_answer(request).await {
             Ok(Ok(outcome)) => Ok(outcome),
             Ok(Err(
                 Rejection::StaleGeneration { .. }

@@ -48,26 +48,35 @@ impl Probe {
         Probe { runtime }
     }
 
+    /// One call to the node at `addr`, bounded by `timeout`; `None` if it does not answer.
+    fn ask<R, F, Fut>(&self, addr: &str, timeout: Duration, call: F) -> Option<R>
+    where
+        F: FnOnce(ManagementClient<Channel>) -> Fut,
+        Fut: std::future::Future<Output = Result<tonic::Response<R>, tonic::Status>>,
+    {
+        let _context = self.runtime.enter();
+        let client = channel(addr, timeout)?;
+        self.runtime
+            .block_on(call(client))
+            .ok()
+            .map(tonic::Response::into_inner)
+    }
+
     /// The leader a node names, if it names one.
     pub fn leader(&self, addr: &str) -> Option<u64> {
-        let _context = self.runtime.enter();
-        let mut c = channel(addr, Duration::from_secs(2))?;
-        self.runtime
-            .block_on(c.cluster_status(pb::Empty {}))
-            .ok()?
-            .into_inner()
-            .leader_id
+        self.ask(addr, Duration::from_secs(2), |mut c| async move {
+            c.cluster_status(pb::Empty {}).await
+        })?
+        .leader_id
     }
 
     /// The assignment of a connector's tasks, as one node answers it (a linearizable read).
     pub fn tasks(&self, addr: &str, name: &str) -> Option<Vec<Assigned>> {
-        let _context = self.runtime.enter();
-        let mut c = channel(addr, Duration::from_secs(3))?;
+        let req = pb::ConnectorName { name: name.into() };
         let tasks = self
-            .runtime
-            .block_on(c.list_tasks(pb::ConnectorName { name: name.into() }))
-            .ok()?
-            .into_inner()
+            .ask(addr, Duration::from_secs(3), |mut c| async move {
+                c.list_tasks(req).await
+            })?
             .tasks;
         Some(
             tasks
@@ -84,13 +93,10 @@ impl Probe {
 
     /// The status of a connector's tasks, as one node answers it.
     pub fn status(&self, addr: &str, name: &str) -> Option<Vec<Reported>> {
-        let _context = self.runtime.enter();
-        let mut c = channel(addr, Duration::from_secs(3))?;
-        let status = self
-            .runtime
-            .block_on(c.connector_status(pb::ConnectorName { name: name.into() }))
-            .ok()?
-            .into_inner();
+        let req = pb::ConnectorName { name: name.into() };
+        let status = self.ask(addr, Duration::from_secs(3), |mut c| async move {
+            c.connector_status(req).await
+        })?;
         Some(
             status
                 .tasks
@@ -108,26 +114,19 @@ impl Probe {
 
     /// Every connector name, as one node answers it.
     pub fn connectors(&self, addr: &str) -> Option<Vec<String>> {
-        let _context = self.runtime.enter();
-        let mut c = channel(addr, Duration::from_secs(3))?;
-        Some(
-            self.runtime
-                .block_on(c.list_connectors(pb::ListConnectorsRequest {}))
-                .ok()?
-                .into_inner()
-                .names,
-        )
+        let names = self.ask(addr, Duration::from_secs(3), |mut c| async move {
+            c.list_connectors(pb::ListConnectorsRequest {}).await
+        })?;
+        Some(names.names)
     }
 
     /// A sink connector's committed offsets, partition → next offset.
     pub fn sink_offsets(&self, addr: &str, name: &str) -> Option<BTreeMap<i32, i64>> {
-        let _context = self.runtime.enter();
-        let mut c = channel(addr, Duration::from_secs(2))?;
+        let req = pb::ConnectorName { name: name.into() };
         let offsets = self
-            .runtime
-            .block_on(c.get_offsets(pb::ConnectorName { name: name.into() }))
-            .ok()?
-            .into_inner()
+            .ask(addr, Duration::from_secs(2), |mut c| async move {
+                c.get_offsets(req).await
+            })?
             .offsets;
         let mut out = BTreeMap::new();
         for o in offsets {
