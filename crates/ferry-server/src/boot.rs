@@ -61,10 +61,9 @@ pub async fn run(config: ClusterConfig, mut shutdown: watch::Receiver<bool>) -> 
         .await
         .with_context(|| format!("cannot listen on api_addr {}", config.api_addr))?;
 
-    // The peer service outlives the worker runtime: a stopping task's final commit is forwarded
-    // to the leader and then waits for this node to apply it, which needs the leader to reach
-    // this node. Stopping it with everything else made every final commit of a follower wait
-    // for the request timeout (found by the fault suite's restart nemesis).
+    // The peer service outlives the worker runtime: until its tasks have made their final
+    // commits, this node stays a working Raft member (the leader's replication to it, its
+    // votes), so that stopping it does not stall the commits it is waiting on.
     let (peer_stop_tx, peer_stop) = watch::channel(false);
     let peer_server = tonic::transport::Server::builder()
         .add_service(PeerService::server(node.clone()))

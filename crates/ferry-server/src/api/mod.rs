@@ -655,8 +655,8 @@ impl Management for Api {
         let id = req.into_inner().id;
         info!(node = id, "remove-node requested");
         // First its work moves away, while it is still a member: its running tasks see their
-        // assignments go, and their final (fenced) commits still reach this node's log. Removed
-        // first, it kept running its tasks with writes it could never see applied.
+        // assignments go and stop (their final commits are fenced). Removed first, it kept
+        // running tasks that no longer saw the cluster's state.
         self.write("", Command::RemoveWorker { id }).await?;
         let started = std::time::Instant::now();
         while self.read(|s| assigned_to(s, id)).await? {
