@@ -408,10 +408,14 @@ impl MetaNode {
     /// On the leader: record a worker's heartbeat, if this node is a leader a quorum answered
     /// recently. Not written to the log.
     pub fn receive_heartbeat(&self, worker: NodeId) -> Result<HeartbeatReply, ProposalError> {
-        let (leader, quorum_age) = {
+        let (leader, quorum_age, applied) = {
             let metrics = self.inner.raft.metrics();
             let m = metrics.borrow();
-            (m.current_leader, m.millis_since_quorum_ack)
+            (
+                m.current_leader,
+                m.millis_since_quorum_ack,
+                m.last_applied.map(|l| l.index),
+            )
         };
         if leader != Some(self.id()) {
             return Err(ProposalError::NotLeader { leader });
@@ -426,7 +430,10 @@ impl MetaNode {
                 .unwrap_or_else(|p| p.into_inner());
             beats.insert(worker, Instant::now());
         }
-        Ok(HeartbeatReply { acked: recent })
+        Ok(HeartbeatReply {
+            acked: recent,
+            applied,
+        })
     }
 
     /// On the leader: when each worker was last heard from.
@@ -436,6 +443,17 @@ impl MetaNode {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .clone()
+    }
+
+    /// Wait until this node has applied the log up to `index`, for at most `timeout`; whether
+    /// it got there.
+    pub async fn wait_applied(&self, index: Option<u64>, timeout: Duration) -> bool {
+        self.inner
+            .raft
+            .wait(Some(timeout))
+            .applied_index_at_least(index, "catching up")
+            .await
+            .is_ok()
     }
 
     /// Send this worker's heartbeat to the leader (or record it, on the leader).

@@ -31,10 +31,14 @@ pub struct Heartbeat {
 }
 
 /// The leader's answer: `acked` only while it has heard from a quorum recently, so that a
-/// deposed leader in a minority cannot keep its workers' leases alive.
+/// deposed leader in a minority cannot keep its workers' leases alive. `applied` is the
+/// leader's applied log index when it answered: a worker taking a new lease first applies that
+/// far, so that it sees every move of its tasks the leader made while it was away.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
 pub struct HeartbeatReply {
     pub acked: bool,
+    #[serde(default)]
+    pub applied: Option<u64>,
 }
 
 /// Something only the leader can do.

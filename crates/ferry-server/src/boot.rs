@@ -99,7 +99,7 @@ pub async fn run(config: ClusterConfig, mut shutdown: watch::Receiver<bool>) -> 
         shutdown.clone(),
     ));
 
-    let (lease_tx, lease_rx) = watch::channel(false);
+    let (lease_tx, lease_rx) = watch::channel(None);
     let lease_state = Arc::new(Lease::new(LeaseSettings {
         heartbeat_interval: Duration::from_millis(config.worker.heartbeat_interval_ms),
         worker_timeout: Duration::from_millis(config.worker.timeout_ms),

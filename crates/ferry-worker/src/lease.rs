@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use ferry_meta::MetaNode;
 use tokio::sync::watch;
-use tracing::{info, warn};
+use tracing::{debug, info, warn};
 
 /// Lease timing.
 #[derive(Clone, Copy, Debug)]
@@ -33,38 +33,93 @@ pub fn held(settings: &LeaseSettings, last_acked_send: Option<Instant>, now: Ins
             .is_some_and(|sent| now.saturating_duration_since(sent) < settings.validity())
 }
 
+/// The lease's history: the send time of the last acknowledged heartbeat, and the epoch — how
+/// many times the lease was taken afresh after having lapsed. A unit belongs to the epoch it was
+/// started in; once the lease lapses, even if the next heartbeat is acknowledged before the unit
+/// notices (a process thawed after SIGSTOP heartbeats as soon as it runs), that unit may never
+/// commit again.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct LeaseState {
+    pub last_acked: Option<Instant>,
+    pub epoch: u64,
+}
+
+impl LeaseState {
+    /// Whether an acknowledgement of a heartbeat sent at `sent` starts a new epoch: the lease
+    /// had lapsed by then (or was never held).
+    pub fn starts_epoch(&self, settings: &LeaseSettings, sent: Instant) -> bool {
+        !held(settings, self.last_acked, sent)
+    }
+
+    /// Record the acknowledgement of a heartbeat sent at `sent`.
+    pub fn acked(&mut self, settings: &LeaseSettings, sent: Instant) {
+        if self.starts_epoch(settings, sent) {
+            self.epoch += 1;
+        }
+        if self.last_acked.is_none_or(|last| sent > last) {
+            self.last_acked = Some(sent);
+        }
+    }
+
+    /// The epoch of the lease held at `now`, if it is held.
+    pub fn current(&self, settings: &LeaseSettings, now: Instant) -> Option<u64> {
+        held(settings, self.last_acked, now).then_some(self.epoch)
+    }
+
+    /// Whether a unit started in `epoch` may still commit at `now`.
+    pub fn held_in(&self, settings: &LeaseSettings, epoch: u64, now: Instant) -> bool {
+        settings.disabled || self.current(settings, now) == Some(epoch)
+    }
+}
+
 /// The lease as units check it, synchronously, right before they commit: after a pause of the
 /// process (SIGSTOP, a long stall) the clock has moved on and the lease is seen expired even
-/// before the heartbeat loop runs again.
+/// before the heartbeat loop runs again — and once the loop has renewed it, it is a new epoch.
 #[derive(Debug)]
 pub struct Lease {
     settings: LeaseSettings,
-    last_acked: std::sync::Mutex<Option<Instant>>,
+    state: std::sync::Mutex<LeaseState>,
 }
 
 impl Lease {
     pub fn new(settings: LeaseSettings) -> Self {
         Lease {
             settings,
-            last_acked: std::sync::Mutex::new(None),
+            state: std::sync::Mutex::new(LeaseState::default()),
         }
     }
 
-    pub fn held(&self) -> bool {
-        let last = *self.last_acked.lock().unwrap_or_else(|p| p.into_inner());
-        held(&self.settings, last, Instant::now())
+    fn state(&self) -> LeaseState {
+        *self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The epoch of the lease now held, if it is.
+    pub fn current(&self) -> Option<u64> {
+        self.state().current(&self.settings, Instant::now())
+    }
+
+    /// Whether a unit started in `epoch` may commit now.
+    pub fn held_in(&self, epoch: u64) -> bool {
+        self.state().held_in(&self.settings, epoch, Instant::now())
+    }
+
+    fn starts_epoch(&self, sent: Instant) -> bool {
+        self.state().starts_epoch(&self.settings, sent)
     }
 
     fn acked(&self, sent: Instant) {
-        *self.last_acked.lock().unwrap_or_else(|p| p.into_inner()) = Some(sent);
+        self.state
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .acked(&self.settings, sent);
     }
 }
 
-/// Heartbeat the leader until `shutdown`; publish whether the lease is held.
+/// Heartbeat the leader until `shutdown`; publish the epoch of the lease while it is held.
 pub async fn run(
     node: MetaNode,
     state: std::sync::Arc<Lease>,
-    lease: watch::Sender<bool>,
+    lease: watch::Sender<Option<u64>>,
     mut shutdown: watch::Receiver<bool>,
 ) {
     let settings = state.settings;
@@ -74,16 +129,26 @@ pub async fn run(
             .send_heartbeat(settings.heartbeat_interval.max(Duration::from_millis(200)))
             .await
         {
-            Ok(reply) if reply.acked => state.acked(sent),
+            Ok(reply) if reply.acked => {
+                // Taking the lease afresh: first apply as far as the leader had, so that the
+                // tasks started under it are the ones the leader assigns now, not the ones this
+                // worker ran before it went away.
+                if !state.starts_epoch(sent)
+                    || node.wait_applied(reply.applied, settings.validity()).await
+                {
+                    state.acked(sent);
+                } else {
+                    debug!(leader_applied = ?reply.applied, "not caught up with the leader yet: lease not taken");
+                }
+            }
             Ok(_) => {}
-            Err(e) => tracing::debug!(error = %e, "heartbeat not delivered"),
+            Err(e) => debug!(error = %e, "heartbeat not delivered"),
         }
-        let now_held = state.held();
+        let now_held = state.current();
         if *lease.borrow() != now_held {
-            if now_held {
-                info!("lease held: running assigned tasks");
-            } else {
-                warn!("lease lost (no acknowledged heartbeat): stopping tasks");
+            match now_held {
+                Some(epoch) => info!(epoch, "lease held: running assigned tasks"),
+                None => warn!("lease lost (no acknowledged heartbeat): stopping tasks"),
             }
             lease.send_replace(now_held);
         }
@@ -115,5 +180,51 @@ mod tests {
             ..s
         };
         assert!(held(&off, None, t));
+    }
+
+    #[test]
+    fn a_lease_taken_again_after_it_lapsed_is_a_new_epoch() {
+        let s = LeaseSettings {
+            heartbeat_interval: Duration::from_millis(500),
+            worker_timeout: Duration::from_secs(4),
+            disabled: false,
+        };
+        let t = Instant::now();
+        let at = |ms| t + Duration::from_millis(ms);
+        let mut lease = LeaseState::default();
+        assert_eq!(lease.current(&s, t), None);
+        lease.acked(&s, t);
+        assert_eq!(lease.current(&s, t), Some(1));
+        // Renewed in time: the same epoch, and units of epoch 1 keep committing.
+        lease.acked(&s, at(1500));
+        assert_eq!(lease.current(&s, at(3000)), Some(1));
+        assert!(lease.held_in(&s, 1, at(3000)));
+        // A pause: nothing acknowledged from 1.5 s to 6 s. The first heartbeat after it is
+        // acknowledged at once, but it starts epoch 2: units of epoch 1 may not commit.
+        assert!(!lease.held_in(&s, 1, at(6000)));
+        assert!(lease.starts_epoch(&s, at(6000)));
+        lease.acked(&s, at(6000));
+        assert_eq!(lease.current(&s, at(6100)), Some(2));
+        assert!(!lease.held_in(&s, 1, at(6100)));
+        assert!(lease.held_in(&s, 2, at(6100)));
+        // A late acknowledgement of an older heartbeat does not move the lease back.
+        lease.acked(&s, at(5000));
+        assert_eq!(lease.last_acked, Some(at(6000)));
+        assert_eq!(lease.epoch, 2);
+    }
+
+    #[test]
+    fn a_disabled_lease_never_changes_epoch() {
+        let s = LeaseSettings {
+            heartbeat_interval: Duration::from_millis(500),
+            worker_timeout: Duration::from_secs(4),
+            disabled: true,
+        };
+        let t = Instant::now();
+        let mut lease = LeaseState::default();
+        assert!(lease.held_in(&s, 0, t));
+        lease.acked(&s, t + Duration::from_secs(60));
+        assert_eq!(lease.current(&s, t), Some(0));
+        assert!(lease.held_in(&s, 0, t + Duration::from_secs(600)));
     }
 }

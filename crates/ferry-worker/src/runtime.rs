@@ -32,6 +32,8 @@ struct Spec {
 
 struct Running {
     spec: Spec,
+    /// The lease epoch it was started in.
+    epoch: u64,
     control: watch::Sender<TargetState>,
     stop: watch::Sender<bool>,
     handle: JoinHandle<()>,
@@ -113,7 +115,7 @@ impl Runtime {
     /// Reconcile until `shutdown`; then stop every unit and wait for them.
     pub async fn run(
         mut self,
-        mut lease: watch::Receiver<bool>,
+        mut lease: watch::Receiver<Option<u64>>,
         mut shutdown: watch::Receiver<bool>,
     ) {
         let mut applied = self.node.state().applied();
@@ -150,18 +152,21 @@ impl Runtime {
         }
     }
 
-    fn reconcile(&mut self, lease_held: bool) {
-        let desired = if lease_held {
-            let applied = self.node.state().read();
-            desired(&applied.state, self.node.id())
-        } else {
-            BTreeMap::new()
+    fn reconcile(&mut self, lease: Option<u64>) {
+        let (desired, epoch) = match lease {
+            Some(epoch) => {
+                let applied = self.node.state().read();
+                (desired(&applied.state, self.node.id()), epoch)
+            }
+            None => (BTreeMap::new(), 0),
         };
-        // Stop what is no longer ours, or runs with an old spec.
+        // Stop what is no longer ours, runs with an old spec, or under a lease that lapsed.
         let stale: Vec<Key> = self
             .running
             .iter()
-            .filter(|(key, r)| desired.get(*key).map(|(spec, _)| spec) != Some(&r.spec))
+            .filter(|(key, r)| {
+                r.epoch != epoch || desired.get(*key).map(|(spec, _)| spec) != Some(&r.spec)
+            })
             .map(|(key, _)| key.clone())
             .collect();
         for key in stale {
@@ -186,13 +191,13 @@ impl Runtime {
                 // Its previous run is still finishing; start it on a later pass.
                 continue;
             }
-            if let Some(running) = self.start(&key, spec, target) {
+            if let Some(running) = self.start(&key, spec, target, epoch) {
                 self.running.insert(key, running);
             }
         }
     }
 
-    fn start(&self, key: &Key, spec: Spec, target: TargetState) -> Option<Running> {
+    fn start(&self, key: &Key, spec: Spec, target: TargetState, epoch: u64) -> Option<Running> {
         let (name, task) = key;
         let (plugin, config) = {
             let applied = self.node.state().read();
@@ -215,6 +220,7 @@ impl Runtime {
             partitions: spec.partitions.clone(),
             settings: self.settings.clone(),
             lease: self.lease.clone(),
+            lease_epoch: epoch,
         };
         info!(unit = %ctx.label(), generation = spec.generation, "starting unit");
         let (control, control_rx) = watch::channel(target);
@@ -230,6 +236,7 @@ impl Runtime {
         };
         Some(Running {
             spec,
+            epoch,
             control,
             stop,
             handle,

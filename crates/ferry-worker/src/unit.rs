@@ -57,6 +57,8 @@ pub struct UnitCtx {
     pub partitions: Vec<TopicPartitionRef>,
     pub settings: Arc<RuntimeSettings>,
     pub lease: Arc<crate::lease::Lease>,
+    /// The lease epoch this unit was started in: it may commit only while that lease lasts.
+    pub lease_epoch: u64,
 }
 
 impl UnitCtx {
@@ -106,7 +108,7 @@ impl UnitCtx {
     /// Before committing: is the ownership lease still held? If not, the unit stops without
     /// committing (the leader may have given its work to another worker already).
     pub fn check_lease(&self) -> Result<(), Failure> {
-        if self.lease.held() {
+        if self.lease.held_in(self.lease_epoch) {
             Ok(())
         } else {
             warn!(unit = %self.label(), "lease lost: stopping without committing");
