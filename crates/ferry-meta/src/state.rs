@@ -449,6 +449,13 @@ pub enum Rejection {
         current: u64,
         got: u64,
     },
+    #[error("{name} task {task} does not own {topic}-{partition}: its offsets are not its to commit (the partition moved to another task)")]
+    NotOwned {
+        name: String,
+        task: u32,
+        topic: String,
+        partition: i32,
+    },
     #[error(
         "connector {name} is {state}: offsets can only be altered or reset while it is STOPPED"
     )]
@@ -651,6 +658,12 @@ impl ClusterState {
                 offsets,
             } => {
                 self.check_commit(name, *task, *generation)?;
+                self.check_owned(
+                    name,
+                    *task,
+                    *generation,
+                    offsets.iter().map(|o| (o.topic.as_str(), o.partition)),
+                )?;
                 let stored = self.offsets.entry(name.clone()).or_default();
                 offsets.iter().for_each(|o| stored.set_sink(o));
                 Ok(Outcome::Done)
@@ -677,6 +690,12 @@ impl ClusterState {
                 payload,
             } => {
                 self.check_commit(name, *task, *generation)?;
+                self.check_owned(
+                    name,
+                    *task,
+                    *generation,
+                    std::iter::once((topic.as_str(), *partition)),
+                )?;
                 let stored = self.offsets.entry(name.clone()).or_default();
                 let recorded = stored.next_offset(topic, *partition);
                 if recorded.is_some_and(|r| r != *start) {
@@ -902,16 +921,51 @@ impl ClusterState {
     fn check_commit(&mut self, name: &str, task: u32, generation: u64) -> Result<(), Rejection> {
         let checked = self.check_generation(name, Some(task), generation);
         if let Err(Rejection::StaleGeneration { .. }) = &checked {
-            let fenced = self
-                .fenced
-                .entry(name.to_string())
-                .or_default()
-                .entry(task)
-                .or_default();
-            fenced.count += 1;
-            fenced.last_generation = generation;
+            self.count_fenced(name, task, generation);
         }
         checked
+    }
+
+    /// A sink task commits offsets only for the partitions the scheduler gave it. The
+    /// generation already implies it (a change of a task's partitions fences its run); this
+    /// states it where the offsets are written, and a refusal is counted as fenced.
+    fn check_owned<'a>(
+        &mut self,
+        name: &str,
+        task: u32,
+        generation: u64,
+        mut partitions: impl Iterator<Item = (&'a str, i32)>,
+    ) -> Result<(), Rejection> {
+        let owned = self.sink_partitions.get(name).and_then(|p| p.get(&task));
+        let stray = partitions.find(|(topic, partition)| {
+            !owned.is_some_and(|o| {
+                o.iter()
+                    .any(|tp| tp.topic == *topic && tp.partition == *partition)
+            })
+        });
+        match stray {
+            None => Ok(()),
+            Some((topic, partition)) => {
+                self.count_fenced(name, task, generation);
+                Err(Rejection::NotOwned {
+                    name: name.to_string(),
+                    task,
+                    topic: topic.to_string(),
+                    partition,
+                })
+            }
+        }
+    }
+
+    fn count_fenced(&mut self, name: &str, task: u32, generation: u64) {
+        let fenced = self
+            .fenced
+            .entry(name.to_string())
+            .or_default()
+            .entry(task)
+            .or_default();
+        fenced.count += 1;
+        fenced.last_generation = generation;
     }
 
     fn check_generation(&self, name: &str, task: Option<u32>, got: u64) -> Result<(), Rejection> {

@@ -22,9 +22,9 @@ impl From<ApiError> for Status {
             ApiError::Rejected(r) => match r {
                 Rejection::NotFound { .. } | Rejection::UnknownTask { .. } => Code::NotFound,
                 Rejection::AlreadyExists { .. } => Code::AlreadyExists,
-                Rejection::VersionMismatch { .. } | Rejection::StaleGeneration { .. } => {
-                    Code::Aborted
-                }
+                Rejection::VersionMismatch { .. }
+                | Rejection::StaleGeneration { .. }
+                | Rejection::NotOwned { .. } => Code::Aborted,
                 Rejection::StaleTaskConfigs { .. } => Code::Aborted,
                 Rejection::NotStopped { .. } | Rejection::ClusterIdSet { .. } => {
                     Code::FailedPrecondition

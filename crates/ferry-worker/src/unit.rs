@@ -70,7 +70,8 @@ impl UnitCtx {
         }
     }
 
-    /// Write a command of this unit; a stale generation (or a deleted connector) is `Fenced`.
+    /// Write a command of this unit; a stale generation, a partition no longer its own, or a
+    /// deleted connector is `Fenced`.
     /// Units act on the answer only (a read of their own writes goes through a linearizable
     /// read), so this does not wait for this node to apply the write.
     pub async fn write(&self, command: Command) -> Result<Outcome, Failure> {
@@ -79,6 +80,7 @@ impl UnitCtx {
             Ok(Ok(outcome)) => Ok(outcome),
             Ok(Err(
                 Rejection::StaleGeneration { .. }
+                | Rejection::NotOwned { .. }
                 | Rejection::NotFound { .. }
                 | Rejection::StaleTaskConfigs { .. },
             )) => {

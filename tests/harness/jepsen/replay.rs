@@ -120,6 +120,53 @@ pub fn replay(entries: &[Entry], name: &str, topic: &str) -> Replayed {
     out
 }
 
+/// A readable account of every entry about connector `name`, with what the state machine
+/// answered and the owners of `topic`'s partitions after it: written beside a failed verdict,
+/// so that a violation can be traced to the entries that caused it.
+pub fn trace(entries: &[Entry], name: &str, topic: &str) -> String {
+    use std::fmt::Write;
+    let mut state = ClusterState::default();
+    let mut out = String::new();
+    for entry in entries {
+        let index = entry.log_id.index;
+        let EntryPayload::Normal(request) = &entry.payload else {
+            let _ = writeln!(out, "{index}: (membership or blank)");
+            continue;
+        };
+        let answer = state.apply(request);
+        let command = &request.command;
+        if command.connector() != Some(name) && command.connector().is_some() {
+            continue;
+        }
+        let detail = match command {
+            Command::CommitSinkOffsets {
+                task,
+                generation,
+                offsets,
+                ..
+            } => format!(
+                "task {task} generation {generation} offsets {:?}",
+                offsets
+                    .iter()
+                    .map(|o| (o.partition, o.offset))
+                    .collect::<Vec<_>>()
+            ),
+            other => format!("{other:?}"),
+        };
+        let answer = match answer {
+            Ok(outcome) => format!("{outcome:?}"),
+            Err(rejection) => format!("refused: {rejection}"),
+        };
+        let _ = writeln!(
+            out,
+            "{index}: {} {detail} -> {answer}; owners {:?}",
+            command.kind(),
+            owners(&state, name, topic)
+        );
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

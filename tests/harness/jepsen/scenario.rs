@@ -632,6 +632,19 @@ pub fn run(s: &Scenario) -> Summary {
 
     let history = history.lock().unwrap_or_else(|p| p.into_inner()).clone();
     let non_linearizable = check(&ConfigRegister, &history);
+    if !ownership_violations.is_empty() || !log_offsets_backwards.is_empty() {
+        let path = std::env::temp_dir().join(format!(
+            "ferry-jepsen-{}.trace",
+            s.label().replace(['/', ' '], "-")
+        ));
+        match std::fs::write(&path, super::replay::trace(&longest, SINK, TOPIC)) {
+            Ok(()) => say(format!(
+                "violations {ownership_violations:?}, offsets backwards {log_offsets_backwards:?}: the log is traced in {}",
+                path.display()
+            )),
+            Err(e) => say(format!("cannot write the trace to {}: {e}", path.display())),
+        }
+    }
     let summary = Summary {
         label: s.label(),
         exactly_once: s.sink.exactly_once(),

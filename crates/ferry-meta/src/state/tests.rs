@@ -62,6 +62,11 @@ fn sink_commit(name: &str, task: u32, generation: u64, offset: i64) -> Command {
     }
 }
 
+/// Task 0 owns partition 0 of topic `t` (set before any assignment: no generation is used).
+fn owns_partition_0(name: &str) -> Command {
+    partitions(name, &[(0, &[0])])
+}
+
 fn report(name: &str, task: Option<u32>, generation: u64, state: RunState) -> Command {
     Command::ReportStatus {
         name: name.into(),
@@ -179,6 +184,7 @@ fn connectors() {
                 put("a", true, None),
                 put("b", true, None),
                 tasks("a", 1, 1),
+                owns_partition_0("a"),
                 assign("a", Some(0), 1),
                 sink_commit("a", 0, 1, 5),
                 Command::DeleteConnector { name: "a".into() },
@@ -231,6 +237,7 @@ fn generations_and_fencing() {
             commands: vec![
                 put("a", true, None),
                 tasks("a", 1, 1),
+                owns_partition_0("a"),
                 assign("a", Some(0), 1),
                 sink_commit("a", 0, 1, 42),
             ],
@@ -242,6 +249,7 @@ fn generations_and_fencing() {
             commands: vec![
                 put("a", true, None),
                 tasks("a", 1, 1),
+                owns_partition_0("a"),
                 assign("a", Some(0), 1),
                 sink_commit("a", 0, 1, 10),
                 assign("a", Some(0), 2),
@@ -623,6 +631,7 @@ fn apply_is_deterministic() {
     let commands = [
         put("a", true, None),
         tasks("a", 1, 2),
+        owns_partition_0("a"),
         assign("a", Some(0), 1),
         assign("a", Some(1), 2),
         sink_commit("a", 0, 1, 3),
@@ -713,6 +722,42 @@ fn sink_partitions_fence_the_tasks_they_move_from() {
             },
         },
         Case {
+            name: "a task commits only the partitions it owns",
+            commands: vec![
+                put("a", true, None),
+                tasks("a", 1, 2),
+                partitions("a", &[(0, &[1]), (1, &[0])]),
+                assign("a", Some(0), 1),
+                sink_commit("a", 0, 1, 7),
+            ],
+            want: Err(Rejection::NotOwned {
+                name: "a".into(),
+                task: 0,
+                topic: "t".into(),
+                partition: 0,
+            }),
+            check: |s| {
+                assert!(!s.offsets.contains_key("a"), "nothing written");
+                assert_eq!(s.fenced["a"][&0].count, 1, "counted as fenced");
+            },
+        },
+        Case {
+            name: "a task without partitions commits none",
+            commands: vec![
+                put("a", true, None),
+                tasks("a", 1, 1),
+                assign("a", Some(0), 1),
+                sink_commit("a", 0, 1, 7),
+            ],
+            want: Err(Rejection::NotOwned {
+                name: "a".into(),
+                task: 0,
+                topic: "t".into(),
+                partition: 0,
+            }),
+            check: |s| assert!(!s.offsets.contains_key("a")),
+        },
+        Case {
             name: "partitions for a task that does not exist",
             commands: vec![
                 put("a", true, None),
@@ -747,6 +792,7 @@ fn exactly_once_commits_are_compare_and_set_and_fenced() {
         vec![
             put("a", true, None),
             tasks("a", 1, 1),
+            owns_partition_0("a"),
             assign("a", Some(0), 1),
         ]
     };
@@ -776,6 +822,29 @@ fn exactly_once_commits_are_compare_and_set_and_fenced() {
             commands: with(vec![range(0, 10, 1), range(0, 10, 1)]),
             want: Ok(Outcome::Conflict { recorded: Some(10) }),
             check: |s| assert_eq!(s.offsets["a"].next_offset("t", 0), Some(10)),
+        },
+        Case {
+            name: "a range of a partition the task does not own",
+            commands: with(vec![
+                range(0, 10, 1),
+                Command::CommitSinkRange {
+                    name: "a".into(),
+                    task: 0,
+                    generation: 1,
+                    topic: "t".into(),
+                    partition: 1,
+                    start: 0,
+                    next: 5,
+                    payload: BTreeMap::new(),
+                },
+            ]),
+            want: Err(Rejection::NotOwned {
+                name: "a".into(),
+                task: 0,
+                topic: "t".into(),
+                partition: 1,
+            }),
+            check: |s| assert_eq!(s.offsets["a"].next_offset("t", 1), None),
         },
         Case {
             name: "a zombie's commit is fenced",
