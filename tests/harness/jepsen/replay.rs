@@ -26,6 +26,18 @@ pub struct Replayed {
     pub commits: usize,
     /// Offset commits it refused for a stale generation (zombies fenced).
     pub fenced: usize,
+    /// Entries that repeat a request already applied (a writer retried after losing the
+    /// answer): the state machine answers them as the first time and changes nothing, so they
+    /// are no effect.
+    pub repeats: usize,
+}
+
+/// Whether `request` repeats one `state` has already answered.
+fn is_repeat(state: &ClusterState, request: &ferry_meta::Request) -> bool {
+    request
+        .id
+        .as_ref()
+        .is_some_and(|id| state.requests.contains_key(id))
 }
 
 /// Partition → (generation, worker) of the task that owns it now.
@@ -63,6 +75,10 @@ pub fn replay(entries: &[Entry], name: &str, topic: &str) -> Replayed {
         let answer = state.apply(request);
         let command = &request.command;
         if command.connector() != Some(name) {
+            continue;
+        }
+        if is_repeat(&before, request) {
+            out.repeats += 1;
             continue;
         }
         match (command, &answer) {
@@ -133,6 +149,7 @@ pub fn trace(entries: &[Entry], name: &str, topic: &str) -> String {
             let _ = writeln!(out, "{index}: (membership or blank)");
             continue;
         };
+        let repeat = is_repeat(&state, request);
         let answer = state.apply(request);
         let command = &request.command;
         if command.connector() != Some(name) && command.connector().is_some() {
@@ -154,6 +171,7 @@ pub fn trace(entries: &[Entry], name: &str, topic: &str) -> String {
             other => format!("{other:?}"),
         };
         let answer = match answer {
+            _ if repeat => "a repeat of an applied request: no effect".to_string(),
             Ok(outcome) => format!("{outcome:?}"),
             Err(rejection) => format!("refused: {rejection}"),
         };
@@ -175,12 +193,16 @@ mod tests {
     use openraft::{CommittedLeaderId, LogId};
 
     fn entries(commands: Vec<Command>) -> Vec<Entry> {
-        commands
+        requests(commands.into_iter().map(Request::anonymous).collect())
+    }
+
+    fn requests(requests: Vec<Request>) -> Vec<Entry> {
+        requests
             .into_iter()
             .enumerate()
-            .map(|(i, command)| Entry {
+            .map(|(i, request)| Entry {
                 log_id: LogId::new(CommittedLeaderId::new(1, 1), i as u64 + 1),
-                payload: EntryPayload::Normal(Request::anonymous(command)),
+                payload: EntryPayload::Normal(request),
             })
             .collect()
     }
@@ -206,12 +228,11 @@ mod tests {
         }
     }
 
-    #[test]
-    fn owner_changes_and_accepted_commits_are_listed_with_generation_and_worker() {
+    fn setup() -> Vec<Command> {
         let config: ConfigMap = [("connector.class".to_string(), "FileStreamSink".to_string())]
             .into_iter()
             .collect();
-        let log = entries(vec![
+        vec![
             Command::PutConnector {
                 name: "sink".into(),
                 config: config.clone(),
@@ -234,12 +255,19 @@ mod tests {
                     }],
                 )]),
             }, // generation 2
+        ]
+    }
+
+    #[test]
+    fn owner_changes_and_accepted_commits_are_listed_with_generation_and_worker() {
+        let mut log = setup();
+        log.extend([
             commit(2, 10),
             assign(2), // generation 3: worker 1's run is now a zombie
             commit(2, 20),
             commit(3, 15),
         ]);
-        let r = replay(&log, "sink", "t");
+        let r = replay(&entries(log), "sink", "t");
         let e = |worker, generation| Effect {
             partition: 0,
             worker,
@@ -261,5 +289,30 @@ mod tests {
             ]
         );
         assert!(super::super::checkers::single_owner(&r.effects).is_empty());
+    }
+
+    #[test]
+    fn a_retried_request_already_applied_is_no_effect() {
+        // A task's commit is applied, its answer lost (the leader paused); the task moves, and
+        // the retry of the same request lands later in the log. The state machine answers it
+        // as the first time without changing anything: it is not a zombie's accepted commit.
+        let mut log: Vec<Request> = setup().into_iter().map(Request::anonymous).collect();
+        log.push(Request::new("commit-1", commit(2, 10)));
+        log.push(Request::anonymous(assign(2)));
+        log.push(Request::new("commit-1", commit(2, 10)));
+        log.push(Request::new("commit-2", commit(3, 15)));
+        let r = replay(&requests(log), "sink", "t");
+        assert_eq!((r.commits, r.repeats, r.fenced), (2, 1, 0));
+        assert!(super::super::checkers::single_owner(&r.effects).is_empty());
+        assert!(super::super::checkers::offsets_monotonic(&r.offsets).is_empty());
+        let shown = trace(
+            &requests(vec![
+                Request::new("c", commit(2, 10)),
+                Request::new("c", commit(2, 10)),
+            ]),
+            "sink",
+            "t",
+        );
+        assert!(shown.contains("a repeat of an applied request"), "{shown}");
     }
 }

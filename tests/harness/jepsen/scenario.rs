@@ -189,11 +189,12 @@ impl Summary {
                 "single owner",
                 self.ownership_violations.is_empty() && r.commits > 0,
                 format!(
-                    "{} violations in {} committed effects ({} offset commits accepted, {} fenced) over {} log entries",
+                    "{} violations in {} committed effects ({} offset commits accepted, {} fenced, {} retries answered from the first) over {} log entries",
                     self.ownership_violations.len(),
                     r.effects.len(),
                     r.commits,
                     r.fenced,
+                    r.repeats,
                     r.entries
                 ),
             ),
