@@ -6,6 +6,7 @@ use std::fmt;
 use std::sync::Arc;
 
 use crate::error::{ConnectError, Result};
+use crate::logical::{java_date_string, Decimal, Logical};
 
 /// Logical type names (schema names) of Kafka Connect.
 pub mod logical {
@@ -105,6 +106,24 @@ impl Schema {
         self
     }
 
+    pub fn versioned(mut self, version: i32) -> Self {
+        self.version = Some(version);
+        self
+    }
+
+    pub fn documented(mut self, doc: impl Into<String>) -> Self {
+        self.doc = Some(doc.into());
+        self
+    }
+
+    /// This schema with a default value, which must fit it.
+    pub fn with_default(mut self, value: Value) -> Result<Self> {
+        self.validate(&value)
+            .map_err(|e| ConnectError::data(format!("invalid default value: {e}")))?;
+        self.default = Some(value);
+        Ok(self)
+    }
+
     pub fn parameter(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
         self.parameters.insert(key.into(), value.into());
         self
@@ -168,6 +187,22 @@ impl Schema {
                     .unwrap_or_default()
             ))
         };
+        if let Some(logical) = Logical::of(self)? {
+            return match value {
+                Value::Null if self.optional || self.default.is_some() => Ok(()),
+                v if logical.accepts(v) => Ok(()),
+                Value::Decimal(d) => Err(ConnectError::data(format!(
+                    "invalid value: a decimal of scale {} for a {} schema ({})",
+                    d.scale,
+                    logical.name(),
+                    match logical {
+                        Logical::Decimal { scale } => format!("scale {scale}"),
+                        _ => "not a decimal".to_string(),
+                    }
+                ))),
+                _ => Err(mismatch()),
+            };
+        }
         match (self.ty, value) {
             (_, Value::Null) if self.optional || self.default.is_some() => Ok(()),
             (_, Value::Null) => Err(ConnectError::data(format!(
@@ -221,6 +256,14 @@ pub enum Value {
     /// Entries in order (keys may be any value, as in Kafka Connect).
     Map(Vec<(Value, Value)>),
     Struct(Struct),
+    /// A value of a `Decimal` schema.
+    Decimal(Decimal),
+    /// A value of a `Date` schema: days since 1970-01-01.
+    Date(i32),
+    /// A value of a `Time` schema: milliseconds since midnight.
+    Time(i32),
+    /// A value of a `Timestamp` schema: milliseconds since the epoch.
+    Timestamp(i64),
 }
 
 impl Value {
@@ -240,6 +283,10 @@ impl Value {
             Value::Array(_) => "array",
             Value::Map(_) => "map",
             Value::Struct(_) => "struct",
+            Value::Decimal(_) => "decimal",
+            Value::Date(_) => "date",
+            Value::Time(_) => "time",
+            Value::Timestamp(_) => "timestamp",
         }
     }
 
@@ -283,6 +330,12 @@ impl fmt::Display for Value {
                 f.write_str("}")
             }
             Value::Struct(s) => write!(f, "{s}"),
+            Value::Decimal(d) => write!(f, "{d}"),
+            Value::Date(days) => f.write_str(&java_date_string(
+                i64::from(*days) * crate::logical::MILLIS_PER_DAY,
+            )),
+            Value::Time(ms) => f.write_str(&java_date_string(i64::from(*ms))),
+            Value::Timestamp(ms) => f.write_str(&java_date_string(*ms)),
         }
     }
 }
@@ -402,6 +455,37 @@ mod tests {
         s.validate().expect("complete");
         assert_eq!(s.get("name"), Some(&Value::Null));
         assert_eq!(s.to_string(), "Struct{id=7,tags=[a]}");
+    }
+
+    #[test]
+    fn logical_values_validate_against_their_schemas() {
+        use crate::logical::{date_schema, decimal_schema, timestamp_schema};
+        let cases = [
+            (
+                decimal_schema(2),
+                Value::Decimal(Decimal::new(150, 2)),
+                true,
+            ),
+            (
+                decimal_schema(2),
+                Value::Decimal(Decimal::new(15, 1)),
+                false,
+            ),
+            (decimal_schema(2), Value::Bytes(vec![1]), false),
+            (date_schema(), Value::Date(19_000), true),
+            (date_schema(), Value::Int32(19_000), false),
+            (timestamp_schema(), Value::Timestamp(0), true),
+            (timestamp_schema().optional(), Value::Null, true),
+            (timestamp_schema(), Value::Null, false),
+        ];
+        for (schema, value, ok) in cases {
+            assert_eq!(schema.validate(&value).is_ok(), ok, "{schema:?} {value:?}");
+        }
+        assert!(Schema::of(SchemaType::Int32)
+            .with_default(Value::String("x".into()))
+            .is_err());
+        assert_eq!(Value::Date(0).to_string(), "Thu Jan 01 00:00:00 UTC 1970");
+        assert_eq!(Value::Decimal(Decimal::new(-5, 2)).to_string(), "-0.05");
     }
 
     #[test]
