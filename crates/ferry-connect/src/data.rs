@@ -374,6 +374,11 @@ impl Struct {
         Ok(self)
     }
 
+    /// The value of the field at `index` as set, without its default (`getWithoutDefault`).
+    pub fn raw(&self, index: usize) -> &Value {
+        self.values.get(index).unwrap_or(&Value::Null)
+    }
+
     pub fn get(&self, field: &str) -> Option<&Value> {
         let f = self.schema.field(field)?;
         match &self.values[f.index] {

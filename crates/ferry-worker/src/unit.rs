@@ -286,7 +286,7 @@ pub fn converters(config: &Props) -> Result<KeyValueConverters, ConnectError> {
             .iter()
             .filter_map(|(k, v)| {
                 k.strip_prefix(&format!("{prefix}."))
-                    .map(|rest| (format!("converter.{rest}"), v.clone()))
+                    .map(|rest| (rest.to_string(), v.clone()))
             })
             .collect();
         ferry_connect::converter::converter(class.trim(), &own)

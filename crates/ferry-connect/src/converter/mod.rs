@@ -6,6 +6,10 @@ use std::sync::Arc;
 use crate::data::{Schema, SchemaAndValue, SchemaType, Value};
 use crate::error::{ConnectError, Result};
 
+pub mod json;
+
+pub use json::{JsonConverter, JSON_CONVERTER};
+
 /// Kafka bytes ⇄ Connect data (Kafka Connect's `Converter`: `decode` is `toConnectData`,
 /// `encode` is `fromConnectData`).
 pub trait Converter: Send + Sync {
@@ -25,9 +29,10 @@ pub const BYTE_ARRAY_CONVERTER: &str = "org.apache.kafka.connect.converters.Byte
 pub const CONVERTERS: &[(&str, &[&str])] = &[
     (STRING_CONVERTER, &["StringConverter"]),
     (BYTE_ARRAY_CONVERTER, &["ByteArrayConverter"]),
+    (JSON_CONVERTER, &["JsonConverter"]),
 ];
 
-/// The default of `key.converter` and `value.converter` until JSON arrives.
+/// The default of `key.converter` and `value.converter` where a worker sets none.
 pub const DEFAULT_CONVERTER: &str = STRING_CONVERTER;
 
 /// Whether `class` names a converter Ferry has.
@@ -38,7 +43,7 @@ pub fn is_converter(class: &str) -> bool {
 }
 
 /// Build a converter from its class and its own properties (`key.converter.*` without the
-/// prefix).
+/// prefix: `schemas.enable`, `encoding`).
 pub fn converter(class: &str, props: &BTreeMap<String, String>) -> Result<Box<dyn Converter>> {
     let class = CONVERTERS
         .iter()
@@ -48,7 +53,8 @@ pub fn converter(class: &str, props: &BTreeMap<String, String>) -> Result<Box<dy
     match class {
         STRING_CONVERTER => {
             let encoding = props
-                .get("converter.encoding")
+                .get("encoding")
+                .or_else(|| props.get("converter.encoding"))
                 .map(|e| e.to_ascii_uppercase().replace('-', ""))
                 .unwrap_or_else(|| "UTF8".into());
             if encoding != "UTF8" {
@@ -58,6 +64,7 @@ pub fn converter(class: &str, props: &BTreeMap<String, String>) -> Result<Box<dy
             }
             Ok(Box::new(StringConverter))
         }
+        JSON_CONVERTER => Ok(Box::new(JsonConverter::configure(props)?)),
         _ => Ok(Box::new(ByteArrayConverter)),
     }
 }
@@ -179,16 +186,18 @@ mod tests {
 
     #[test]
     fn unknown_converters_and_encodings_are_refused() {
-        assert!(converter(
-            "org.apache.kafka.connect.json.JsonConverter",
-            &BTreeMap::new()
-        )
-        .is_err());
+        assert!(converter("io.confluent.connect.avro.AvroConverter", &BTreeMap::new()).is_err());
+        assert!(converter("JsonConverter", &BTreeMap::new()).is_ok());
         let latin1: BTreeMap<String, String> =
-            [("converter.encoding".to_string(), "ISO-8859-1".to_string())].into();
+            [("encoding".to_string(), "ISO-8859-1".to_string())].into();
         assert!(converter(STRING_CONVERTER, &latin1).is_err());
-        let utf8: BTreeMap<String, String> =
-            [("converter.encoding".to_string(), "utf-8".to_string())].into();
+        let utf8: BTreeMap<String, String> = [("encoding".to_string(), "utf-8".to_string())].into();
         assert!(converter(STRING_CONVERTER, &utf8).is_ok());
+        let bad: BTreeMap<String, String> =
+            [("schemas.enable".to_string(), "yes".to_string())].into();
+        let err = converter(JSON_CONVERTER, &bad)
+            .err()
+            .expect("not a boolean");
+        assert!(err.to_string().contains("schemas.enable"), "{err}");
     }
 }
