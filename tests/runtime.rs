@@ -4,60 +4,12 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
+use ferry_tests::pipeline::{create, create_source, started, write_input};
 use ferry_tests::{lines_in_work_dirs, say, wait_for, Cluster, Kafka, Settings};
 use serde_json::Value;
 
 const BOOT: Duration = Duration::from_secs(30);
 const FLOW: Duration = Duration::from_secs(90);
-
-fn started(n: u64, kafka: &Kafka, settings: Settings) -> (Cluster, u64) {
-    let settings = Settings {
-        kafka: Some(kafka.bootstrap.clone()),
-        ..settings
-    };
-    let mut cluster = Cluster::new(n, settings);
-    cluster.start_all();
-    let leader = cluster.wait_leader(BOOT);
-    // Every worker registered, so that no task moves to a latecomer.
-    for id in 1..=n {
-        wait_for("every worker to register", BOOT, || {
-            cluster
-                .log_text(id)
-                .contains("registered as a worker")
-                .then_some(())
-        });
-    }
-    (cluster, leader)
-}
-
-fn write_input(cluster: &Cluster, lines: usize) -> (std::path::PathBuf, BTreeSet<String>) {
-    let path = cluster.dir.path().join("input.txt");
-    let all: Vec<String> = (0..lines).map(|i| format!("line-{i:05}")).collect();
-    std::fs::write(&path, all.join("\n") + "\n").expect("write the input file");
-    (path, all.into_iter().collect())
-}
-
-/// A FileStreamSource of `input` into `topic`.
-fn create_source(cluster: &Cluster, node: u64, input: &std::path::Path, topic: &str) {
-    create(
-        cluster,
-        node,
-        "source",
-        &[
-            ("connector.class", "FileStreamSource"),
-            ("file", &input.to_string_lossy()),
-            ("topic", topic),
-        ],
-    );
-}
-
-fn create(cluster: &Cluster, node: u64, name: &str, config: &[(&str, &str)]) {
-    let file = cluster.connector_file(name, config);
-    cluster.cli(
-        node,
-        &["connectors", "create", "-f", &file.to_string_lossy()],
-    );
-}
 
 /// Committed sink offsets per partition.
 fn sink_offsets(cluster: &Cluster, node: u64, name: &str) -> BTreeMap<i64, i64> {

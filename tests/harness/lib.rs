@@ -2,6 +2,7 @@
 //! CLI, and waits with deadlines (never fixed sleeps); and the fault suite's checkers.
 
 pub mod jepsen;
+pub mod pipeline;
 pub mod proxy;
 
 use std::collections::BTreeMap;

@@ -185,34 +185,20 @@ pub fn connector_common() -> ConfigDef {
             "key.converter",
             ConfigType::Class,
             Importance::Low,
-            "Converter of record keys between Kafka bytes and Connect data: StringConverter or \
-             ByteArrayConverter (Kafka Connect's class names or short names).",
+            "Converter of record keys between Kafka bytes and Connect data: StringConverter, \
+             ByteArrayConverter or JsonConverter (Kafka Connect's class names or short names); \
+             its own properties follow as key.converter.*. Unset: the worker's.",
         )
-        .default(crate::converter::DEFAULT_CONVERTER)
         .validator(known_converter),
         ConfigKey::new(
             "value.converter",
             ConfigType::Class,
             Importance::Low,
-            "Converter of record values between Kafka bytes and Connect data: StringConverter or \
-             ByteArrayConverter.",
+            "Converter of record values between Kafka bytes and Connect data: StringConverter, \
+             ByteArrayConverter or JsonConverter; its own properties follow as \
+             value.converter.*. Unset: the worker's.",
         )
-        .default(crate::converter::DEFAULT_CONVERTER)
         .validator(known_converter),
-        ConfigKey::new(
-            "key.converter.encoding",
-            ConfigType::String,
-            Importance::Low,
-            "StringConverter's character encoding of keys; only UTF-8.",
-        )
-        .validator(utf8_only),
-        ConfigKey::new(
-            "value.converter.encoding",
-            ConfigType::String,
-            Importance::Low,
-            "StringConverter's character encoding of values; only UTF-8.",
-        )
-        .validator(utf8_only),
     ]
 }
 
@@ -228,13 +214,6 @@ fn known_converter(value: &str) -> Result<(), String> {
             "converter {value:?} is not supported by Ferry (yet); use one of {}",
             known.join(", ")
         ))
-    }
-}
-
-fn utf8_only(value: &str) -> Result<(), String> {
-    match value.trim().to_ascii_uppercase().replace('-', "").as_str() {
-        "UTF8" => Ok(()),
-        _ => Err(format!("encoding {value:?} is not supported; only UTF-8")),
     }
 }
 

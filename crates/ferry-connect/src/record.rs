@@ -79,7 +79,33 @@ pub struct SourceRecord {
 
 /// The canonical JSON text of a source partition or offset (sorted keys).
 pub fn source_map_json(map: &SourceMap) -> String {
-    serde_json::Value::Object(map.iter().map(|(k, v)| (k.clone(), v.clone())).collect()).to_string()
+    canonical_json(&serde_json::Value::Object(
+        map.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
+    ))
+}
+
+/// JSON text with every object's keys sorted, at every depth: one text per value, so that
+/// partitions given in any key order are the same partition.
+pub fn canonical_json(value: &serde_json::Value) -> String {
+    fn sorted(value: &serde_json::Value) -> serde_json::Value {
+        match value {
+            serde_json::Value::Object(map) => {
+                let mut entries: Vec<(&String, &serde_json::Value)> = map.iter().collect();
+                entries.sort_by(|a, b| a.0.cmp(b.0));
+                serde_json::Value::Object(
+                    entries
+                        .into_iter()
+                        .map(|(k, v)| (k.clone(), sorted(v)))
+                        .collect(),
+                )
+            }
+            serde_json::Value::Array(items) => {
+                serde_json::Value::Array(items.iter().map(sorted).collect())
+            }
+            other => other.clone(),
+        }
+    }
+    sorted(value).to_string()
 }
 
 /// A source partition or offset from its JSON text; `None` if it is not a JSON object.
@@ -106,5 +132,11 @@ mod tests {
         assert_eq!(text, r#"{"a":1,"filename":"/tmp/in.txt"}"#);
         assert_eq!(source_map_from_json(&text), Some(map));
         assert_eq!(source_map_from_json("[1]"), None);
+        let nested: serde_json::Value =
+            serde_json::from_str(r#"{"z":{"b":1,"a":[{"d":1,"c":2}]},"y":0}"#).expect("json");
+        assert_eq!(
+            canonical_json(&nested),
+            r#"{"y":0,"z":{"a":[{"c":2,"d":1}],"b":1}}"#
+        );
     }
 }

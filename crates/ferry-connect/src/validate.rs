@@ -102,9 +102,18 @@ pub fn validate(plugins: &[PluginDesc], config: &BTreeMap<String, String>) -> Va
             ));
         }
     }
+    // A converter's own properties: checked against the converter the config names.
+    for (name, value) in config {
+        if let Some(field) = check_converter_property(config, name, value) {
+            validation.fields.push(field);
+        }
+    }
     // Given properties that no definition knows.
     if plugin.is_some() {
         for (name, value) in config {
+            if converter_prefix(name).is_some() {
+                continue;
+            }
             if !def.iter().any(|k| k.name == name) {
                 let mut field = FieldResult::new(name, Some(value));
                 field.errors.push(format!(
@@ -133,6 +142,52 @@ pub fn validate(plugins: &[PluginDesc], config: &BTreeMap<String, String>) -> Va
         }
     }
     validation
+}
+
+/// `("key.converter", "schemas.enable")` for `key.converter.schemas.enable`.
+fn converter_prefix(name: &str) -> Option<(&'static str, &str)> {
+    crate::converter::CONVERTER_PREFIXES
+        .iter()
+        .find_map(|prefix| {
+            name.strip_prefix(prefix)
+                .and_then(|rest| rest.strip_prefix('.'))
+                .map(|rest| (*prefix, rest))
+        })
+}
+
+/// The validation of a `key.converter.*` (or `value.converter.*`) property: against the
+/// converter the config names; a property that converter does not have, or one given without
+/// naming a converter (the worker's converter and its settings apply then), is accepted with
+/// a warning.
+fn check_converter_property(
+    config: &BTreeMap<String, String>,
+    name: &str,
+    value: &String,
+) -> Option<FieldResult> {
+    let (prefix, own) = converter_prefix(name)?;
+    let Some(class) = config.get(prefix) else {
+        let mut field = FieldResult::new(name, Some(value));
+        field.warnings.push(format!(
+            "accepted without effect: this config sets no {prefix}, so the worker's converter \
+             runs with the worker's settings"
+        ));
+        return Some(field);
+    };
+    let def = crate::converter::converter_config(class);
+    match def.iter().find(|k| k.name == own) {
+        Some(key) => {
+            let mut field = check_key(key, Some(value));
+            field.name = name.to_string();
+            Some(field)
+        }
+        None => {
+            let mut field = FieldResult::new(name, Some(value));
+            field.warnings.push(format!(
+                "accepted without effect: {class} has no property {own:?}"
+            ));
+            Some(field)
+        }
+    }
 }
 
 fn check_key(key: &ConfigKey, value: Option<&String>) -> FieldResult {
@@ -293,6 +348,52 @@ mod tests {
                 "mutually exclusive",
             ),
             (
+                "json converter settings",
+                vec![
+                    (
+                        "value.converter",
+                        "org.apache.kafka.connect.json.JsonConverter",
+                    ),
+                    ("value.converter.schemas.enable", "false"),
+                    ("value.converter.decimal.format", "NUMERIC"),
+                ],
+                "",
+                "",
+            ),
+            (
+                "a converter setting of the wrong type",
+                vec![
+                    ("key.converter", "JsonConverter"),
+                    ("key.converter.schemas.enable", "yes"),
+                ],
+                "key.converter.schemas.enable",
+                "expected true or false",
+            ),
+            (
+                "a converter setting out of range",
+                vec![
+                    ("value.converter", "JsonConverter"),
+                    ("value.converter.decimal.format", "HEX"),
+                ],
+                "value.converter.decimal.format",
+                "BASE64 or NUMERIC",
+            ),
+            (
+                "string converter encoding",
+                vec![
+                    ("key.converter", "StringConverter"),
+                    ("key.converter.encoding", "latin1"),
+                ],
+                "key.converter.encoding",
+                "only UTF-8",
+            ),
+            (
+                "unknown converter",
+                vec![("value.converter", "io.confluent.connect.avro.AvroConverter")],
+                "value.converter",
+                "not supported by Ferry",
+            ),
+            (
                 "bad regex",
                 vec![("topics.regex", "(")],
                 "topics.regex",
@@ -328,6 +429,39 @@ mod tests {
             vec!["missing required property file"]
         );
         assert!(errors_of(&v, "topics")[0].contains("must configure one of topics"));
+    }
+
+    #[test]
+    fn converter_settings_without_their_converter_or_unknown_to_it_warn() {
+        let c = config(&[
+            ("name", "a"),
+            ("connector.class", "TestSink"),
+            ("topics", "t"),
+            ("file", "f"),
+            ("key.converter.schemas.enable", "false"),
+            ("value.converter", "StringConverter"),
+            (
+                "value.converter.schema.registry.url",
+                "http://registry:8081",
+            ),
+        ]);
+        let v = validate(&plugins(), &c);
+        assert_eq!(v.error_count(), 0, "{:?}", v.errors());
+        let warnings: Vec<String> = v.warnings().collect();
+        assert!(
+            warnings
+                .iter()
+                .any(|w| w.starts_with("key.converter.schemas.enable")
+                    && w.contains("sets no key.converter")),
+            "{warnings:?}"
+        );
+        assert!(
+            warnings
+                .iter()
+                .any(|w| w.starts_with("value.converter.schema.registry.url")
+                    && w.contains("has no property")),
+            "{warnings:?}"
+        );
     }
 
     #[test]

@@ -121,6 +121,7 @@ pub async fn run(config: ClusterConfig, mut shutdown: watch::Receiver<bool>) -> 
                     config.worker.offset_flush_interval_ms,
                 ),
                 commit_consumer_group: config.worker.commit_consumer_group,
+                converters: config.worker.converters.clone(),
             },
             lease_state,
         )

@@ -160,6 +160,11 @@ pub struct WorkerSettings {
     /// fencing alone keeps a zombie worker harmless. Never set this in production.
     #[serde(default)]
     pub test_disable_lease: bool,
+    /// The converters of connectors that name none, by Kafka Connect's worker property names
+    /// (`"value.converter" = "org.apache.kafka.connect.json.JsonConverter"`,
+    /// `"value.converter.schemas.enable" = "false"`).
+    #[serde(default)]
+    pub converters: std::collections::BTreeMap<String, String>,
 }
 
 impl WorkerSettings {
@@ -186,6 +191,7 @@ impl Default for WorkerSettings {
             offset_flush_interval_ms: Self::default_offset_flush_interval_ms(),
             commit_consumer_group: false,
             test_disable_lease: false,
+            converters: std::collections::BTreeMap::new(),
         }
     }
 }
@@ -345,6 +351,9 @@ impl ClusterConfig {
         if worker.offset_flush_interval_ms == 0 {
             problems.push("worker.offset_flush_interval_ms must be positive".into());
         }
+        for problem in ferry_connect::converter::check_worker_converters(&worker.converters) {
+            problems.push(format!("worker.converters: {problem}"));
+        }
         if let Some(kafka) = &self.kafka {
             if kafka.bootstrap_servers.trim().is_empty() {
                 problems.push(
@@ -484,6 +493,18 @@ properties = { "security.protocol" = "plaintext" }
                 "election vs heartbeat",
                 format!("{GOOD}\n[raft]\nheartbeat_interval_ms = 3000\n"),
                 "must be larger than raft.heartbeat_interval_ms",
+            ),
+            (
+                "unknown worker converter",
+                format!("{GOOD}\n[worker.converters]\n\"value.converter\" = \"AvroConverter\"\n"),
+                "worker.converters: value.converter: unknown converter class",
+            ),
+            (
+                "bad worker converter setting",
+                format!(
+                    "{GOOD}\n[worker.converters]\n\"value.converter\" = \"JsonConverter\"\n\"value.converter.schemas.enable\" = \"sometimes\"\n"
+                ),
+                "schemas.enable must be true or false",
             ),
             (
                 "managed kafka property",

@@ -52,7 +52,7 @@ impl SinkLoop {
             .into());
         };
         let kafka = ctx.kafka()?;
-        let (key, value) = converters(&ctx.connector_config)?;
+        let (key, value) = converters(&ctx)?;
         let mut task = factory(&ctx.task_config)?;
         task.start(SinkTaskContext {
             connector: ctx.name.clone(),

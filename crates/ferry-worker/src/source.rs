@@ -45,7 +45,7 @@ impl SourceLoop {
             .into());
         };
         let kafka = ctx.kafka()?;
-        let (key, value) = converters(&ctx.connector_config)?;
+        let (key, value) = converters(&ctx)?;
         let mut config = kafka.client_config();
         config
             .set("enable.idempotence", "true")

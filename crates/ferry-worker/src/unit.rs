@@ -24,6 +24,10 @@ pub struct RuntimeSettings {
     pub offset_flush_interval: Duration,
     /// Also commit sink offsets to the `connect-<name>` consumer group.
     pub commit_consumer_group: bool,
+    /// The worker's converters and their settings, by Kafka Connect's names
+    /// (`value.converter`, `value.converter.schemas.enable`): what a connector that names none
+    /// uses.
+    pub converters: BTreeMap<String, String>,
 }
 
 /// Why a unit stopped other than by being asked to.
@@ -268,30 +272,10 @@ impl SinkCommitter for RaftCommitter {
     }
 }
 
-/// A connector's key and value converters.
-pub type KeyValueConverters = (
-    Box<dyn ferry_connect::Converter>,
-    Box<dyn ferry_connect::Converter>,
-);
-
-/// The key and value converters a connector config names (`key.converter`, `value.converter`,
-/// and their `.encoding`).
-pub fn converters(config: &Props) -> Result<KeyValueConverters, ConnectError> {
-    let build = |prefix: &str| {
-        let class = config
-            .get(prefix)
-            .map(String::as_str)
-            .unwrap_or(ferry_connect::converter::DEFAULT_CONVERTER);
-        let own: BTreeMap<String, String> = config
-            .iter()
-            .filter_map(|(k, v)| {
-                k.strip_prefix(&format!("{prefix}."))
-                    .map(|rest| (rest.to_string(), v.clone()))
-            })
-            .collect();
-        ferry_connect::converter::converter(class.trim(), &own)
-    };
-    Ok((build("key.converter")?, build("value.converter")?))
+/// The key and value converters of a unit: those its connector config names, otherwise the
+/// worker's (`[worker.converters]`).
+pub fn converters(ctx: &UnitCtx) -> Result<ferry_connect::converter::KeyValue, ConnectError> {
+    ferry_connect::converter::key_value(&ctx.connector_config, &ctx.settings.converters)
 }
 
 /// Resolves once `stop` turns true (or its sender is gone).

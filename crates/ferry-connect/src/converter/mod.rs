@@ -3,6 +3,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use crate::config::{ConfigDef, ConfigKey, ConfigType, Importance, Support};
 use crate::data::{Schema, SchemaAndValue, SchemaType, Value};
 use crate::error::{ConnectError, Result};
 
@@ -37,18 +38,155 @@ pub const DEFAULT_CONVERTER: &str = STRING_CONVERTER;
 
 /// Whether `class` names a converter Ferry has.
 pub fn is_converter(class: &str) -> bool {
+    resolve(class).is_some()
+}
+
+/// The class a name or alias stands for, if Ferry has the converter.
+pub fn resolve(class: &str) -> Option<&'static str> {
+    let class = class.trim();
     CONVERTERS
         .iter()
-        .any(|(c, aliases)| *c == class || aliases.contains(&class))
+        .find(|(c, aliases)| *c == class || aliases.contains(&class))
+        .map(|(c, _)| *c)
+}
+
+/// The prefixes under which a connector (or the worker) configures its converters.
+pub const CONVERTER_PREFIXES: &[&str] = &["key.converter", "value.converter"];
+
+/// The properties of a converter class, named without the `key.converter.` prefix.
+pub fn converter_config(class: &str) -> ConfigDef {
+    match resolve(class) {
+        Some(STRING_CONVERTER) => vec![
+            ConfigKey::new(
+                "encoding",
+                ConfigType::String,
+                Importance::Low,
+                "The character encoding of the text; only UTF-8.",
+            )
+            .default("UTF-8")
+            .validator(utf8_only),
+            ConfigKey::new(
+                "converter.encoding",
+                ConfigType::String,
+                Importance::Low,
+                "Kafka's name of the same setting; only UTF-8.",
+            )
+            .validator(utf8_only),
+        ],
+        Some(JSON_CONVERTER) => vec![
+            ConfigKey::new(
+                "schemas.enable",
+                ConfigType::Boolean,
+                Importance::High,
+                "Whether records carry their schema in a {\"schema\",\"payload\"} envelope.",
+            )
+            .default("true"),
+            ConfigKey::new(
+                "decimal.format",
+                ConfigType::String,
+                Importance::Low,
+                "How decimals are written: BASE64 (their unscaled bytes) or NUMERIC (a number).",
+            )
+            .default("BASE64")
+            .validator(decimal_format),
+            ConfigKey::new(
+                "replace.null.with.default",
+                ConfigType::Boolean,
+                Importance::Low,
+                "Whether a null value of a field with a default is read and written as the default.",
+            )
+            .default("true"),
+            ConfigKey::new(
+                "schemas.cache.size",
+                ConfigType::Int,
+                Importance::Low,
+                "The size of Kafka Connect's schema cache.",
+            )
+            .default("1000")
+            .support(Support::NoEffect("Ferry keeps no schema cache")),
+        ],
+        _ => Vec::new(),
+    }
+}
+
+fn utf8_only(value: &str) -> std::result::Result<(), String> {
+    match value.trim().to_ascii_uppercase().replace('-', "").as_str() {
+        "UTF8" => Ok(()),
+        _ => Err(format!("encoding {value:?} is not supported; only UTF-8")),
+    }
+}
+
+fn decimal_format(value: &str) -> std::result::Result<(), String> {
+    match value.trim().to_ascii_uppercase().as_str() {
+        "BASE64" | "NUMERIC" => Ok(()),
+        _ => Err(format!("must be BASE64 or NUMERIC, got {value:?}")),
+    }
+}
+
+/// A connector's key and value converters.
+pub type KeyValue = (Box<dyn Converter>, Box<dyn Converter>);
+
+/// The key and value converters of a connector: for each, the one its config names, with the
+/// config's own `key.converter.*` settings; otherwise the worker's, with the worker's settings
+/// (Kafka Connect's rule); otherwise StringConverter.
+pub fn key_value(
+    connector: &BTreeMap<String, String>,
+    worker: &BTreeMap<String, String>,
+) -> Result<KeyValue> {
+    Ok((
+        configured("key.converter", connector, worker)?,
+        configured("value.converter", connector, worker)?,
+    ))
+}
+
+fn configured(
+    prefix: &str,
+    connector: &BTreeMap<String, String>,
+    worker: &BTreeMap<String, String>,
+) -> Result<Box<dyn Converter>> {
+    let source = if connector.contains_key(prefix) {
+        connector
+    } else {
+        worker
+    };
+    let class = source
+        .get(prefix)
+        .map(String::as_str)
+        .unwrap_or(DEFAULT_CONVERTER);
+    let own: BTreeMap<String, String> = source
+        .iter()
+        .filter_map(|(k, v)| {
+            k.strip_prefix(prefix)
+                .and_then(|rest| rest.strip_prefix('.'))
+                .map(|rest| (rest.to_string(), v.clone()))
+        })
+        .collect();
+    converter(class, &own).map_err(|e| ConnectError::fatal(format!("{prefix}: {}", e.message)))
+}
+
+/// What is wrong with a worker's converter settings (`[worker.converters]`), one line each.
+pub fn check_worker_converters(worker: &BTreeMap<String, String>) -> Vec<String> {
+    let mut problems: Vec<String> = worker
+        .keys()
+        .filter(|k| {
+            !CONVERTER_PREFIXES.iter().any(|p| {
+                k.as_str() == *p || k.strip_prefix(p).is_some_and(|rest| rest.starts_with('.'))
+            })
+        })
+        .map(|k| format!("{k:?} is not a converter setting (key.converter, value.converter, or one of their own settings)"))
+        .collect();
+    for prefix in CONVERTER_PREFIXES {
+        if let Err(e) = configured(prefix, &BTreeMap::new(), worker) {
+            problems.push(e.message);
+        }
+    }
+    problems
 }
 
 /// Build a converter from its class and its own properties (`key.converter.*` without the
 /// prefix: `schemas.enable`, `encoding`).
 pub fn converter(class: &str, props: &BTreeMap<String, String>) -> Result<Box<dyn Converter>> {
-    let class = CONVERTERS
-        .iter()
-        .find(|(c, aliases)| *c == class || aliases.contains(&class))
-        .map(|(c, _)| *c)
+    let class = resolve(class)
         .ok_or_else(|| ConnectError::fatal(format!("unknown converter class {class:?}")))?;
     match class {
         STRING_CONVERTER => {
@@ -182,6 +320,47 @@ mod tests {
             Some(vec![1, 2, 3])
         );
         assert!(c.encode("t", None, &Value::String("x".into())).is_err());
+    }
+
+    #[test]
+    fn a_connector_names_its_converter_or_takes_the_workers() {
+        let props = |pairs: &[(&str, &str)]| -> BTreeMap<String, String> {
+            pairs
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect()
+        };
+        let worker = props(&[
+            ("value.converter", "JsonConverter"),
+            ("value.converter.schemas.enable", "false"),
+        ]);
+        let plain = br#"{"a":1}"#;
+        // The worker's JsonConverter without schemas reads plain JSON.
+        let (_, value) = key_value(&BTreeMap::new(), &worker).expect("worker's");
+        assert!(value.decode("t", Some(plain)).is_ok());
+        // A connector naming JsonConverter gets its own settings: schemas on by default, so
+        // plain JSON is refused (the worker's schemas.enable does not leak in).
+        let own = props(&[("value.converter", "JsonConverter")]);
+        let (_, value) = key_value(&own, &worker).expect("connector's");
+        assert!(value.decode("t", Some(plain)).is_err());
+        // The key falls back to StringConverter.
+        let (key, _) = key_value(&own, &worker).expect("default key");
+        assert_eq!(
+            key.decode("t", Some(b"k")).expect("text").value,
+            Value::String("k".into())
+        );
+        let bad = props(&[
+            ("value.converter", "JsonConverter"),
+            ("value.converter.schemas.enable", "maybe"),
+        ]);
+        let err = key_value(&bad, &worker).err().expect("bad setting");
+        assert!(err.to_string().starts_with("value.converter:"), "{err}");
+        assert!(check_worker_converters(&worker).is_empty());
+        let problems = check_worker_converters(&props(&[
+            ("value.converter", "AvroConverter"),
+            ("key.serializer", "x"),
+        ]));
+        assert_eq!(problems.len(), 2, "{problems:?}");
     }
 
     #[test]

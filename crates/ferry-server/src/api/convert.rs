@@ -203,9 +203,8 @@ pub fn parse_offsets(
                 });
             }
             PluginKind::Source => source.push(SourceOffset {
-                // serde_json's maps are sorted: this is the canonical form of the partition.
-                partition: partition.to_string(),
-                offset: offset.map(|o| o.to_string()),
+                partition: ferry_connect::record::canonical_json(&partition),
+                offset: offset.as_ref().map(ferry_connect::record::canonical_json),
             }),
         }
     }

@@ -1,0 +1,59 @@
+//! Pipelines for end-to-end tests: a cluster started against a broker with every worker
+//! registered, an input file of numbered lines, connectors created through the CLI.
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use crate::{wait_for, Cluster, Kafka, Settings};
+
+const BOOT: Duration = Duration::from_secs(30);
+
+/// A started cluster of `n` nodes whose workers all registered, and its leader.
+pub fn started(n: u64, kafka: &Kafka, settings: Settings) -> (Cluster, u64) {
+    let settings = Settings {
+        kafka: Some(kafka.bootstrap.clone()),
+        ..settings
+    };
+    let mut cluster = Cluster::new(n, settings);
+    cluster.start_all();
+    let leader = cluster.wait_leader(BOOT);
+    // Every worker registered, so that no task moves to a latecomer.
+    for id in 1..=n {
+        wait_for("every worker to register", BOOT, || {
+            cluster
+                .log_text(id)
+                .contains("registered as a worker")
+                .then_some(())
+        });
+    }
+    (cluster, leader)
+}
+
+pub fn write_input(cluster: &Cluster, lines: usize) -> (std::path::PathBuf, BTreeSet<String>) {
+    let path = cluster.dir.path().join("input.txt");
+    let all: Vec<String> = (0..lines).map(|i| format!("line-{i:05}")).collect();
+    std::fs::write(&path, all.join("\n") + "\n").expect("write the input file");
+    (path, all.into_iter().collect())
+}
+
+/// A FileStreamSource of `input` into `topic`.
+pub fn create_source(cluster: &Cluster, node: u64, input: &std::path::Path, topic: &str) {
+    create(
+        cluster,
+        node,
+        "source",
+        &[
+            ("connector.class", "FileStreamSource"),
+            ("file", &input.to_string_lossy()),
+            ("topic", topic),
+        ],
+    );
+}
+
+pub fn create(cluster: &Cluster, node: u64, name: &str, config: &[(&str, &str)]) {
+    let file = cluster.connector_file(name, config);
+    cluster.cli(
+        node,
+        &["connectors", "create", "-f", &file.to_string_lossy()],
+    );
+}
