@@ -5,11 +5,13 @@
 pub mod config;
 pub mod converter;
 pub mod data;
+pub mod datefmt;
 pub mod error;
 pub mod logical;
 pub mod plugin;
 pub mod record;
 pub mod task;
+pub mod transform;
 pub mod validate;
 
 pub use config::{ConfigDef, ConfigKey, ConfigType, Importance, Support};

@@ -1,0 +1,352 @@
+//! Single message transforms and predicates, with Kafka Connect's class names, properties and
+//! semantics: `transforms=a,b` with `transforms.a.type`, `transforms.a.*`,
+//! `transforms.a.predicate` and `transforms.a.negate`; `predicates=p` with `predicates.p.type`
+//! and `predicates.p.*`. A transform changes a record, or drops it (`Filter`); the chain runs
+//! in order, and a transform whose predicate does not hold passes the record on unchanged.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use crate::config::{ConfigDef, ConfigKey, ConfigType, Importance};
+use crate::data::{Schema, Value};
+use crate::error::{ConnectError, Result};
+use crate::record::{Header, SinkRecord, SourceRecord};
+
+mod fields;
+mod predicate;
+mod route;
+
+#[cfg(test)]
+mod tests;
+
+pub use predicate::Predicate;
+
+/// The parts of a record that transforms read and change, for sink and source records alike
+/// (Kafka Connect's `ConnectRecord`).
+pub trait ConnectRecord {
+    fn topic(&self) -> &str;
+    fn set_topic(&mut self, topic: String);
+    /// The Kafka partition, if the record has one yet.
+    fn kafka_partition(&self) -> Option<i32>;
+    /// The Kafka offset: sink records only.
+    fn kafka_offset(&self) -> Option<i64>;
+    fn timestamp(&self) -> Option<i64>;
+    fn key(&self) -> (Option<&Arc<Schema>>, &Value);
+    fn set_key(&mut self, schema: Option<Arc<Schema>>, value: Value);
+    fn value(&self) -> (Option<&Arc<Schema>>, &Value);
+    fn set_value(&mut self, schema: Option<Arc<Schema>>, value: Value);
+    fn headers(&self) -> &[Header];
+    fn headers_mut(&mut self) -> &mut Vec<Header>;
+}
+
+macro_rules! connect_record {
+    ($record:ty, $partition:expr, $offset:expr) => {
+        impl ConnectRecord for $record {
+            fn topic(&self) -> &str {
+                &self.topic
+            }
+            fn set_topic(&mut self, topic: String) {
+                self.topic = topic;
+            }
+            fn kafka_partition(&self) -> Option<i32> {
+                $partition(self)
+            }
+            fn kafka_offset(&self) -> Option<i64> {
+                $offset(self)
+            }
+            fn timestamp(&self) -> Option<i64> {
+                self.timestamp
+            }
+            fn key(&self) -> (Option<&Arc<Schema>>, &Value) {
+                (self.key_schema.as_ref(), &self.key)
+            }
+            fn set_key(&mut self, schema: Option<Arc<Schema>>, value: Value) {
+                self.key_schema = schema;
+                self.key = value;
+            }
+            fn value(&self) -> (Option<&Arc<Schema>>, &Value) {
+                (self.value_schema.as_ref(), &self.value)
+            }
+            fn set_value(&mut self, schema: Option<Arc<Schema>>, value: Value) {
+                self.value_schema = schema;
+                self.value = value;
+            }
+            fn headers(&self) -> &[Header] {
+                &self.headers
+            }
+            fn headers_mut(&mut self) -> &mut Vec<Header> {
+                &mut self.headers
+            }
+        }
+    };
+}
+
+connect_record!(
+    SinkRecord,
+    |r: &SinkRecord| Some(r.partition),
+    |r: &SinkRecord| Some(r.offset)
+);
+connect_record!(
+    SourceRecord,
+    |r: &SourceRecord| r.partition,
+    |_: &SourceRecord| None
+);
+
+/// What a transform did with a record.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Applied {
+    Keep,
+    /// Dropped: the record goes no further (it still counts as processed).
+    Drop,
+}
+
+/// One transform, configured.
+pub trait Transformation: Send + Sync {
+    fn apply(&self, record: &mut dyn ConnectRecord) -> Result<Applied>;
+}
+
+/// Which part of a record a `$Key` / `$Value` transform works on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Part {
+    Key,
+    Value,
+}
+
+impl Part {
+    pub fn get(self, record: &dyn ConnectRecord) -> (Option<Arc<Schema>>, Value) {
+        let (schema, value) = match self {
+            Part::Key => record.key(),
+            Part::Value => record.value(),
+        };
+        (schema.cloned(), value.clone())
+    }
+
+    pub fn set(self, record: &mut dyn ConnectRecord, schema: Option<Arc<Schema>>, value: Value) {
+        match self {
+            Part::Key => record.set_key(schema, value),
+            Part::Value => record.set_value(schema, value),
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Part::Key => "key",
+            Part::Value => "value",
+        }
+    }
+}
+
+/// A transform class: its name, its properties, and how to build it from them (named without
+/// the `transforms.<alias>.` prefix).
+pub struct TransformClass {
+    pub class: &'static str,
+    pub config: fn() -> ConfigDef,
+    pub build: fn(&Props) -> Result<Box<dyn Transformation>>,
+}
+
+/// A transform's or predicate's own properties.
+pub type Props = BTreeMap<String, String>;
+
+const PACKAGE: &str = "org.apache.kafka.connect.transforms.";
+
+/// Every transform Ferry has.
+pub fn classes() -> Vec<TransformClass> {
+    let mut all = fields::classes();
+    all.extend(route::classes());
+    all.push(TransformClass {
+        class: "org.apache.kafka.connect.transforms.Filter",
+        config: Vec::new,
+        build: |_| Ok(Box::new(Filter)),
+    });
+    all
+}
+
+/// The transform class a name stands for: the full class name, or the name without
+/// Kafka Connect's package (`ExtractField$Key`).
+pub fn find_class(name: &str) -> Option<TransformClass> {
+    let name = name.trim();
+    classes()
+        .into_iter()
+        .find(|c| c.class == name || c.class.strip_prefix(PACKAGE) == Some(name))
+}
+
+/// `Filter`: drops every record its predicate selects (every record, without one).
+struct Filter;
+
+impl Transformation for Filter {
+    fn apply(&self, _: &mut dyn ConnectRecord) -> Result<Applied> {
+        Ok(Applied::Drop)
+    }
+}
+
+/// One step of a chain: a transform and the predicate it is conditional on.
+struct Step {
+    alias: String,
+    transform: Box<dyn Transformation>,
+    predicate: Option<(Arc<dyn Predicate>, bool)>,
+}
+
+/// The configured chain of a connector.
+#[derive(Default)]
+pub struct Chain {
+    steps: Vec<Step>,
+}
+
+impl Chain {
+    /// The chain a connector config declares (`transforms`, `predicates`); the error names the
+    /// property at fault.
+    pub fn from_config(config: &BTreeMap<String, String>) -> Result<Chain> {
+        let predicates = predicate::from_config(config)?;
+        let mut steps = Vec::new();
+        for alias in list(config, "transforms") {
+            let prefix = format!("transforms.{alias}.");
+            let type_key = format!("{prefix}type");
+            let class = config.get(&type_key).ok_or_else(|| {
+                ConnectError::fatal(format!("missing required property {type_key}"))
+            })?;
+            let class = find_class(class).ok_or_else(|| {
+                ConnectError::fatal(format!(
+                    "{type_key}: {class:?} is not a transform Ferry has; it has {}",
+                    classes()
+                        .iter()
+                        .map(|c| c.class.strip_prefix(PACKAGE).unwrap_or(c.class))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ))
+            })?;
+            let own = own_props(config, &prefix, &["type", "predicate", "negate"]);
+            check_props(&prefix, &(class.config)(), &own)?;
+            let transform = (class.build)(&own).map_err(|e| prefixed(&prefix, e))?;
+            let predicate = match config.get(&format!("{prefix}predicate")) {
+                None => None,
+                Some(name) => {
+                    let p = predicates.get(name.trim()).ok_or_else(|| {
+                        ConnectError::fatal(format!(
+                            "{prefix}predicate: {name:?} is not listed in predicates"
+                        ))
+                    })?;
+                    let negate = parse_bool(config, &format!("{prefix}negate"), false)?;
+                    Some((p.clone(), negate))
+                }
+            };
+            if config.contains_key(&format!("{prefix}negate")) && predicate.is_none() {
+                return Err(ConnectError::fatal(format!(
+                    "{prefix}negate is set but {prefix}predicate is not"
+                )));
+            }
+            steps.push(Step {
+                alias,
+                transform,
+                predicate,
+            });
+        }
+        Ok(Chain { steps })
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.steps.is_empty()
+    }
+
+    /// Run the chain on a record; `Drop` if a transform dropped it. The error names the
+    /// transform that failed.
+    pub fn apply(&self, record: &mut dyn ConnectRecord) -> Result<Applied> {
+        for step in &self.steps {
+            if let Some((predicate, negate)) = &step.predicate {
+                if predicate.test(record) == *negate {
+                    continue;
+                }
+            }
+            let applied = step.transform.apply(record).map_err(|e| ConnectError {
+                message: format!("transform {}: {}", step.alias, e.message),
+                ..e
+            })?;
+            if applied == Applied::Drop {
+                return Ok(Applied::Drop);
+            }
+        }
+        Ok(Applied::Keep)
+    }
+}
+
+/// A comma-separated list property, trimmed, without empty entries.
+pub fn list(config: &BTreeMap<String, String>, key: &str) -> Vec<String> {
+    config
+        .get(key)
+        .map(|v| {
+            v.split(',')
+                .map(str::trim)
+                .filter(|s| !s.is_empty())
+                .map(str::to_string)
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The properties under `prefix`, without it, leaving out the framework's own.
+fn own_props(config: &BTreeMap<String, String>, prefix: &str, framework: &[&str]) -> Props {
+    config
+        .iter()
+        .filter_map(|(k, v)| {
+            k.strip_prefix(prefix)
+                .map(|rest| (rest.to_string(), v.clone()))
+        })
+        .filter(|(k, _)| !framework.contains(&k.as_str()))
+        .collect()
+}
+
+/// Every given property is one the class has and parses as its type; required ones are given.
+fn check_props(prefix: &str, def: &ConfigDef, own: &Props) -> Result<()> {
+    for (name, value) in own {
+        let key = def.iter().find(|k| k.name == name).ok_or_else(|| {
+            ConnectError::fatal(format!(
+                "{prefix}{name}: not a property of this transform (it has {})",
+                if def.is_empty() {
+                    "none".to_string()
+                } else {
+                    def.iter().map(|k| k.name).collect::<Vec<_>>().join(", ")
+                }
+            ))
+        })?;
+        key.ty
+            .check(value)
+            .and_then(|_| key.validator.map_or(Ok(()), |v| v(value)))
+            .map_err(|e| ConnectError::fatal(format!("{prefix}{name}: {e}")))?;
+    }
+    for key in def.iter().filter(|k| k.required && k.default.is_none()) {
+        if !own.contains_key(key.name) {
+            return Err(ConnectError::fatal(format!(
+                "missing required property {prefix}{}",
+                key.name
+            )));
+        }
+    }
+    Ok(())
+}
+
+fn prefixed(prefix: &str, e: ConnectError) -> ConnectError {
+    ConnectError {
+        message: format!("{prefix}{}", e.message),
+        ..e
+    }
+}
+
+fn parse_bool(config: &BTreeMap<String, String>, key: &str, default: bool) -> Result<bool> {
+    match config.get(key).map(|v| v.trim().to_ascii_lowercase()) {
+        None => Ok(default),
+        Some(v) if v == "true" => Ok(true),
+        Some(v) if v == "false" => Ok(false),
+        Some(v) => Err(ConnectError::fatal(format!(
+            "{key}: expected true or false, got {v:?}"
+        ))),
+    }
+}
+
+/// A property of a transform: required, or with a default.
+fn key(name: &'static str, ty: ConfigType, doc: &'static str) -> ConfigKey {
+    ConfigKey::new(name, ty, Importance::Medium, doc)
+}
+
+/// The value of a property a class declared with a default, or that default.
+fn prop<'a>(props: &'a Props, name: &str, default: &'a str) -> &'a str {
+    props.get(name).map(String::as_str).unwrap_or(default)
+}

@@ -1,0 +1,617 @@
+//! Each transform with Kafka Connect's documented examples, the seed 003 chain, predicates, and
+//! configs that fail naming the property.
+
+use super::*;
+use crate::converter::{Converter, JsonConverter};
+use crate::data::{SchemaType, Struct};
+use crate::logical::Decimal;
+use crate::record::SourceRecord;
+
+fn config(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+    pairs
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+}
+
+fn sink(topic: &str, value_schema: Option<Arc<Schema>>, value: Value) -> SinkRecord {
+    SinkRecord {
+        topic: topic.into(),
+        partition: 3,
+        offset: 42,
+        timestamp: Some(1_700_000_000_000),
+        key_schema: None,
+        key: Value::Null,
+        value_schema,
+        value,
+        headers: Vec::new(),
+    }
+}
+
+fn map(entries: &[(&str, Value)]) -> Value {
+    Value::Map(
+        entries
+            .iter()
+            .map(|(k, v)| (Value::String(k.to_string()), v.clone()))
+            .collect(),
+    )
+}
+
+fn run(pairs: &[(&str, &str)], record: &mut dyn ConnectRecord) -> Applied {
+    Chain::from_config(&config(pairs))
+        .expect("valid chain")
+        .apply(record)
+        .expect("applies")
+}
+
+fn json_of(schema: Option<&Arc<Schema>>, value: &Value) -> String {
+    let bytes = JsonConverter::default()
+        .encode("t", schema, value)
+        .expect("encodes")
+        .expect("not null");
+    String::from_utf8(bytes).expect("utf-8")
+}
+
+#[test]
+fn seed_003_value_to_key_then_extract_field_keys_records_by_user_id() {
+    // dst_table01's first row, as the JDBC source reads it.
+    let text = r#"{"schema":{"type":"struct","fields":[{"type":"int32","optional":false,"field":"id"},{"type":"string","optional":true,"field":"user_id"},{"type":"string","optional":true,"field":"item"}],"optional":false,"name":"table01"},"payload":{"id":1,"user_id":"user01","item":"apple"}}"#;
+    let row = JsonConverter::default()
+        .decode("dst_table01", Some(text.as_bytes()))
+        .expect("decodes");
+    let mut record = sink("dst_table01", row.schema.clone(), row.value.clone());
+    let chain = [
+        ("transforms", "createKey,extractInt"),
+        (
+            "transforms.createKey.type",
+            "org.apache.kafka.connect.transforms.ValueToKey",
+        ),
+        ("transforms.createKey.fields", "user_id"),
+        (
+            "transforms.extractInt.type",
+            "org.apache.kafka.connect.transforms.ExtractField$Key",
+        ),
+        ("transforms.extractInt.field", "user_id"),
+    ];
+    assert_eq!(run(&chain, &mut record), Applied::Keep);
+    // The key the seed printed, and the value untouched.
+    assert_eq!(
+        json_of(record.key_schema.as_ref(), &record.key),
+        r#"{"schema":{"type":"string","optional":true},"payload":"user01"}"#
+    );
+    assert_eq!(json_of(record.value_schema.as_ref(), &record.value), text);
+}
+
+#[test]
+fn hoist_then_insert_field_as_in_kafkas_quickstart() {
+    // FileStreamSource lines, hoisted into {"line": …} and tagged with a static field.
+    let chain = [
+        ("transforms", "MakeMap,InsertSource"),
+        (
+            "transforms.MakeMap.type",
+            "org.apache.kafka.connect.transforms.HoistField$Value",
+        ),
+        ("transforms.MakeMap.field", "line"),
+        (
+            "transforms.InsertSource.type",
+            "org.apache.kafka.connect.transforms.InsertField$Value",
+        ),
+        ("transforms.InsertSource.static.field", "data_source"),
+        ("transforms.InsertSource.static.value", "test-file-source"),
+    ];
+    let mut schemaless = sink("connect-test", None, Value::String("foo".into()));
+    run(&chain, &mut schemaless);
+    assert_eq!(
+        schemaless.value,
+        map(&[
+            ("line", Value::String("foo".into())),
+            ("data_source", Value::String("test-file-source".into()))
+        ])
+    );
+    let mut with_schema = sink(
+        "connect-test",
+        Some(Arc::new(Schema::of(SchemaType::String))),
+        Value::String("foo".into()),
+    );
+    run(&chain, &mut with_schema);
+    assert_eq!(
+        json_of(with_schema.value_schema.as_ref(), &with_schema.value),
+        r#"{"schema":{"type":"struct","fields":[{"type":"string","optional":false,"field":"line"},{"type":"string","optional":true,"field":"data_source"}],"optional":false},"payload":{"line":"foo","data_source":"test-file-source"}}"#
+    );
+}
+
+#[test]
+fn insert_field_adds_topic_partition_offset_and_timestamp() {
+    let chain = [
+        ("transforms", "meta"),
+        ("transforms.meta.type", "InsertField$Value"),
+        ("transforms.meta.topic.field", "t!"),
+        ("transforms.meta.partition.field", "p"),
+        ("transforms.meta.offset.field", "o"),
+        ("transforms.meta.timestamp.field", "ts?"),
+    ];
+    let mut r = sink("orders", None, map(&[("id", Value::Int64(1))]));
+    run(&chain, &mut r);
+    assert_eq!(
+        r.value,
+        map(&[
+            ("id", Value::Int64(1)),
+            ("t", Value::String("orders".into())),
+            ("p", Value::Int32(3)),
+            ("o", Value::Int64(42)),
+            ("ts", Value::Timestamp(1_700_000_000_000)),
+        ])
+    );
+    let schema = Arc::new(Schema::structure(vec![(
+        "id",
+        Schema::of(SchemaType::Int64),
+    )]));
+    let mut s = Struct::new(schema.clone()).expect("struct");
+    s.put("id", Value::Int64(1)).expect("fits");
+    let mut r = sink("orders", Some(schema), Value::Struct(s));
+    run(&chain, &mut r);
+    let out = r.value_schema.expect("schema");
+    let fields: Vec<(&str, bool)> = out
+        .fields
+        .iter()
+        .map(|f| (f.name.as_str(), f.schema.optional))
+        .collect();
+    assert_eq!(
+        fields,
+        [
+            ("id", false),
+            ("t", false),
+            ("p", true),
+            ("o", true),
+            ("ts", true)
+        ]
+    );
+    // Tombstones pass through; the offset of a source record does not exist.
+    let mut tombstone = sink("orders", None, Value::Null);
+    assert_eq!(run(&chain, &mut tombstone), Applied::Keep);
+    assert_eq!(tombstone.value, Value::Null);
+    let mut source = SourceRecord {
+        source_partition: Default::default(),
+        source_offset: Default::default(),
+        topic: "orders".into(),
+        partition: None,
+        key_schema: None,
+        key: Value::Null,
+        value_schema: None,
+        value: map(&[("id", Value::Int64(1))]),
+        timestamp: None,
+        headers: Vec::new(),
+    };
+    let err = Chain::from_config(&config(&chain))
+        .expect("valid")
+        .apply(&mut source)
+        .expect_err("no offset on a source record");
+    assert!(err.to_string().contains("transform meta"), "{err}");
+}
+
+#[test]
+fn replace_field_excludes_includes_and_renames() {
+    // Confluent's example: drop c2, rename foo to c1 and bar to c2.
+    let value = map(&[
+        ("foo", Value::Int64(1)),
+        ("bar", Value::String("b".into())),
+        ("c2", Value::Boolean(true)),
+    ]);
+    let mut r = sink("t", None, value);
+    run(
+        &[
+            ("transforms", "r"),
+            ("transforms.r.type", "ReplaceField$Value"),
+            ("transforms.r.exclude", "c2"),
+            ("transforms.r.renames", "foo:c1,bar:c2"),
+        ],
+        &mut r,
+    );
+    assert_eq!(
+        r.value,
+        map(&[("c1", Value::Int64(1)), ("c2", Value::String("b".into()))])
+    );
+    let schema = Arc::new(Schema::structure(vec![
+        ("a", Schema::of(SchemaType::Int32)),
+        ("b", Schema::of(SchemaType::String).optional()),
+        ("c", Schema::of(SchemaType::Boolean)),
+    ]));
+    let mut s = Struct::new(schema.clone()).expect("struct");
+    s.put("a", Value::Int32(1)).expect("a");
+    s.put("c", Value::Boolean(true)).expect("c");
+    let mut r = sink("t", Some(schema), Value::Struct(s));
+    run(
+        &[
+            ("transforms", "r"),
+            ("transforms.r.type", "ReplaceField$Value"),
+            ("transforms.r.include", "a,b"),
+            ("transforms.r.renames", "a:alpha"),
+        ],
+        &mut r,
+    );
+    assert_eq!(
+        json_of(r.value_schema.as_ref(), &r.value),
+        r#"{"schema":{"type":"struct","fields":[{"type":"int32","optional":false,"field":"alpha"},{"type":"string","optional":true,"field":"b"}],"optional":false},"payload":{"alpha":1,"b":null}}"#
+    );
+}
+
+#[test]
+fn mask_field_empties_or_replaces() {
+    let value = map(&[
+        ("ssn", Value::String("123-45-6789".into())),
+        ("age", Value::Int32(40)),
+        ("vip", Value::Boolean(true)),
+        ("tags", Value::Array(vec![Value::String("x".into())])),
+        ("price", Value::Decimal(Decimal::new(1999, 2))),
+    ]);
+    let mut r = sink("t", None, value.clone());
+    run(
+        &[
+            ("transforms", "m"),
+            ("transforms.m.type", "MaskField$Value"),
+            ("transforms.m.fields", "ssn,age,vip,tags,price"),
+        ],
+        &mut r,
+    );
+    assert_eq!(
+        r.value,
+        map(&[
+            ("ssn", Value::String(String::new())),
+            ("age", Value::Int32(0)),
+            ("vip", Value::Boolean(false)),
+            ("tags", Value::Array(Vec::new())),
+            ("price", Value::Decimal(Decimal::new(0, 2))),
+        ])
+    );
+    let mut r = sink("t", None, value.clone());
+    run(
+        &[
+            ("transforms", "m"),
+            ("transforms.m.type", "MaskField$Value"),
+            ("transforms.m.fields", "ssn,age"),
+            ("transforms.m.replacement", "9999"),
+        ],
+        &mut r,
+    );
+    let Value::Map(entries) = &r.value else {
+        panic!("map");
+    };
+    assert_eq!(entries[0].1, Value::String("9999".into()));
+    assert_eq!(entries[1].1, Value::Int32(9999));
+    // A replacement for a boolean is an error naming the field.
+    let err = Chain::from_config(&config(&[
+        ("transforms", "m"),
+        ("transforms.m.type", "MaskField$Value"),
+        ("transforms.m.fields", "vip"),
+        ("transforms.m.replacement", "x"),
+    ]))
+    .expect("valid")
+    .apply(&mut sink("t", None, value))
+    .expect_err("booleans take no replacement");
+    assert!(err.to_string().contains("field vip"), "{err}");
+}
+
+#[test]
+fn extract_field_from_a_struct_or_a_map() {
+    // Confluent's example: {"id": 42, "name": "x"} with field=id gives 42.
+    let mut r = sink(
+        "t",
+        None,
+        map(&[
+            ("id", Value::Int64(42)),
+            ("name", Value::String("x".into())),
+        ]),
+    );
+    run(
+        &[
+            ("transforms", "e"),
+            ("transforms.e.type", "ExtractField$Value"),
+            ("transforms.e.field", "id"),
+        ],
+        &mut r,
+    );
+    assert_eq!(
+        (r.value_schema.is_none(), &r.value),
+        (true, &Value::Int64(42))
+    );
+    let schema = Arc::new(Schema::structure(vec![(
+        "id",
+        Schema::of(SchemaType::Int32),
+    )]));
+    let mut s = Struct::new(schema.clone()).expect("struct");
+    s.put("id", Value::Int32(7)).expect("id");
+    let mut r = sink("t", Some(schema), Value::Struct(s));
+    let err = Chain::from_config(&config(&[
+        ("transforms", "e"),
+        ("transforms.e.type", "ExtractField$Value"),
+        ("transforms.e.field", "missing"),
+    ]))
+    .expect("valid")
+    .apply(&mut r)
+    .expect_err("unknown field");
+    assert!(err.to_string().contains("unknown field: missing"), "{err}");
+}
+
+#[test]
+fn value_to_key_needs_a_struct_or_map_with_the_fields() {
+    let schema = Arc::new(Schema::structure(vec![(
+        "id",
+        Schema::of(SchemaType::Int32),
+    )]));
+    let mut s = Struct::new(schema.clone()).expect("struct");
+    s.put("id", Value::Int32(7)).expect("id");
+    let chain = config(&[
+        ("transforms", "k"),
+        ("transforms.k.type", "ValueToKey"),
+        ("transforms.k.fields", "id,region"),
+    ]);
+    let err = Chain::from_config(&chain)
+        .expect("valid")
+        .apply(&mut sink("t", Some(schema), Value::Struct(s)))
+        .expect_err("region is not a field");
+    assert!(
+        err.to_string().contains("field does not exist: region"),
+        "{err}"
+    );
+    let err = Chain::from_config(&chain)
+        .expect("valid")
+        .apply(&mut sink("t", None, Value::String("x".into())))
+        .expect_err("a string has no fields");
+    assert!(err.to_string().contains("only Map objects"), "{err}");
+    let mut r = sink(
+        "t",
+        None,
+        map(&[
+            ("id", Value::Int64(1)),
+            ("region", Value::String("eu".into())),
+        ]),
+    );
+    Chain::from_config(&chain)
+        .expect("valid")
+        .apply(&mut r)
+        .expect("applies");
+    assert_eq!(
+        r.key,
+        map(&[
+            ("id", Value::Int64(1)),
+            ("region", Value::String("eu".into()))
+        ])
+    );
+}
+
+#[test]
+fn routers_rename_topics() {
+    // Confluent's example: drop the "soe-" prefix.
+    let mut r = sink("soe-Order", None, Value::Null);
+    run(
+        &[
+            ("transforms", "dropPrefix"),
+            (
+                "transforms.dropPrefix.type",
+                "org.apache.kafka.connect.transforms.RegexRouter",
+            ),
+            ("transforms.dropPrefix.regex", "soe-(.*)"),
+            ("transforms.dropPrefix.replacement", "$1"),
+        ],
+        &mut r,
+    );
+    assert_eq!(r.topic, "Order");
+    // A topic the regex matches only in part is left alone (Java's matches()).
+    let mut r = sink("xsoe-Order", None, Value::Null);
+    run(
+        &[
+            ("transforms", "d"),
+            ("transforms.d.type", "RegexRouter"),
+            ("transforms.d.regex", "soe-(.*)"),
+            ("transforms.d.replacement", "$1"),
+        ],
+        &mut r,
+    );
+    assert_eq!(r.topic, "xsoe-Order");
+    let mut r = sink("test", None, Value::Null);
+    run(
+        &[
+            ("transforms", "ts"),
+            ("transforms.ts.type", "TimestampRouter"),
+            ("transforms.ts.topic.format", "foo-${topic}-${timestamp}"),
+            ("transforms.ts.timestamp.format", "yyyyMM"),
+        ],
+        &mut r,
+    );
+    assert_eq!(r.topic, "foo-test-202311");
+    let mut r = sink("test", None, Value::Null);
+    run(
+        &[
+            ("transforms", "ts"),
+            ("transforms.ts.type", "TimestampRouter"),
+        ],
+        &mut r,
+    );
+    assert_eq!(r.topic, "test-20231114", "the defaults");
+}
+
+#[test]
+fn filter_with_predicates_and_negate() {
+    let filter = |negate: &str| {
+        config(&[
+            ("transforms", "Filter"),
+            (
+                "transforms.Filter.type",
+                "org.apache.kafka.connect.transforms.Filter",
+            ),
+            ("transforms.Filter.predicate", "IsFoo"),
+            ("transforms.Filter.negate", negate),
+            ("predicates", "IsFoo"),
+            (
+                "predicates.IsFoo.type",
+                "org.apache.kafka.connect.transforms.predicates.TopicNameMatches",
+            ),
+            ("predicates.IsFoo.pattern", "foo"),
+        ])
+    };
+    let drop_foo = Chain::from_config(&filter("false")).expect("valid");
+    assert_eq!(
+        drop_foo
+            .apply(&mut sink("foo", None, Value::Null))
+            .expect("ok"),
+        Applied::Drop
+    );
+    assert_eq!(
+        drop_foo
+            .apply(&mut sink("food", None, Value::Null))
+            .expect("ok"),
+        Applied::Keep
+    );
+    let keep_foo = Chain::from_config(&filter("true")).expect("valid");
+    assert_eq!(
+        keep_foo
+            .apply(&mut sink("foo", None, Value::Null))
+            .expect("ok"),
+        Applied::Keep
+    );
+    assert_eq!(
+        keep_foo
+            .apply(&mut sink("bar", None, Value::Null))
+            .expect("ok"),
+        Applied::Drop
+    );
+
+    let tombstones = Chain::from_config(&config(&[
+        ("transforms", "dropTombstones"),
+        ("transforms.dropTombstones.type", "Filter"),
+        ("transforms.dropTombstones.predicate", "isTombstone"),
+        ("predicates", "isTombstone,hasTrace"),
+        ("predicates.isTombstone.type", "RecordIsTombstone"),
+        ("predicates.hasTrace.type", "HasHeaderKey"),
+        ("predicates.hasTrace.name", "trace"),
+    ]))
+    .expect("valid");
+    assert_eq!(
+        tombstones
+            .apply(&mut sink("t", None, Value::Null))
+            .expect("ok"),
+        Applied::Drop
+    );
+    assert_eq!(
+        tombstones
+            .apply(&mut sink("t", None, Value::Int64(1)))
+            .expect("ok"),
+        Applied::Keep
+    );
+    // A transform whose predicate does not hold leaves the record as it is.
+    let mut r = sink("bar", None, map(&[("a", Value::Int64(1))]));
+    run(
+        &[
+            ("transforms", "e"),
+            ("transforms.e.type", "ExtractField$Value"),
+            ("transforms.e.field", "a"),
+            ("transforms.e.predicate", "IsFoo"),
+            ("predicates", "IsFoo"),
+            ("predicates.IsFoo.type", "TopicNameMatches"),
+            ("predicates.IsFoo.pattern", "foo"),
+        ],
+        &mut r,
+    );
+    assert_eq!(r.value, map(&[("a", Value::Int64(1))]));
+}
+
+#[test]
+fn bad_configs_name_the_property() {
+    let cases: Vec<(Vec<(&str, &str)>, &str)> = vec![
+        (
+            vec![("transforms", "a")],
+            "missing required property transforms.a.type",
+        ),
+        (
+            vec![
+                ("transforms", "a"),
+                ("transforms.a.type", "com.example.Nope"),
+            ],
+            "transforms.a.type",
+        ),
+        (
+            vec![("transforms", "a"), ("transforms.a.type", "ValueToKey")],
+            "missing required property transforms.a.fields",
+        ),
+        (
+            vec![
+                ("transforms", "a"),
+                ("transforms.a.type", "ExtractField$Key"),
+                ("transforms.a.field", "x"),
+                ("transforms.a.feild", "y"),
+            ],
+            "transforms.a.feild: not a property of this transform",
+        ),
+        (
+            vec![
+                ("transforms", "a"),
+                ("transforms.a.type", "RegexRouter"),
+                ("transforms.a.regex", "("),
+                ("transforms.a.replacement", "x"),
+            ],
+            "transforms.a.regex: not a valid regular expression",
+        ),
+        (
+            vec![
+                ("transforms", "a"),
+                ("transforms.a.type", "TimestampRouter"),
+                ("transforms.a.timestamp.format", "yyyy-qq"),
+            ],
+            "transforms.a.timestamp.format",
+        ),
+        (
+            vec![
+                ("transforms", "a"),
+                ("transforms.a.type", "ReplaceField$Value"),
+                ("transforms.a.renames", "a-b"),
+            ],
+            "transforms.a.renames: invalid rename mapping",
+        ),
+        (
+            vec![
+                ("transforms", "a"),
+                ("transforms.a.type", "InsertField$Value"),
+                ("transforms.a.static.field", "x"),
+            ],
+            "transforms.a.static.value",
+        ),
+        (
+            vec![
+                ("transforms", "a"),
+                ("transforms.a.type", "Filter"),
+                ("transforms.a.predicate", "p"),
+            ],
+            "transforms.a.predicate: \"p\" is not listed in predicates",
+        ),
+        (
+            vec![
+                ("transforms", "a"),
+                ("transforms.a.type", "Filter"),
+                ("transforms.a.negate", "true"),
+            ],
+            "transforms.a.negate is set but transforms.a.predicate is not",
+        ),
+        (
+            vec![
+                ("predicates", "p"),
+                ("predicates.p.type", "TopicNameMatches"),
+            ],
+            "missing required property predicates.p.pattern",
+        ),
+        (
+            vec![
+                ("predicates", "p"),
+                ("predicates.p.type", "TopicNameMatches"),
+                ("predicates.p.pattern", "["),
+            ],
+            "predicates.p.pattern: not a valid regular expression",
+        ),
+    ];
+    for (pairs, want) in cases {
+        let err = Chain::from_config(&config(&pairs)).err().expect(want);
+        assert!(err.to_string().contains(want), "{want}: {err}");
+    }
+    assert!(Chain::from_config(&BTreeMap::new())
+        .expect("no transforms")
+        .is_empty());
+}
