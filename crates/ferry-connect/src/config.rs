@@ -199,6 +199,20 @@ pub fn connector_common() -> ConfigDef {
              value.converter.*. Unset: the worker's.",
         )
         .validator(known_converter),
+        ConfigKey::new(
+            "transforms",
+            ConfigType::List,
+            Importance::Low,
+            "Aliases of the transforms to apply to records, in order; each configured as \
+             transforms.<alias>.type and transforms.<alias>.*.",
+        ),
+        ConfigKey::new(
+            "predicates",
+            ConfigType::List,
+            Importance::Low,
+            "Aliases of the predicates transforms may be conditional on; each configured as \
+             predicates.<alias>.type and predicates.<alias>.*.",
+        ),
     ]
 }
 

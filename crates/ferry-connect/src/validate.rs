@@ -65,6 +65,18 @@ impl Validation {
     fn field(&mut self, name: &str) -> Option<&mut FieldResult> {
         self.fields.iter_mut().find(|f| f.name == name)
     }
+
+    /// An error on property `name`, listed with the property's result (added if absent).
+    fn add_error(&mut self, config: &BTreeMap<String, String>, name: &str, error: String) {
+        match self.field(name) {
+            Some(field) => field.errors.push(error),
+            None => {
+                let mut field = FieldResult::new(name, config.get(name));
+                field.errors.push(error);
+                self.fields.push(field);
+            }
+        }
+    }
 }
 
 /// The full definition of a plugin: common connector properties, sink ones for sinks, its own.
@@ -108,10 +120,19 @@ pub fn validate(plugins: &[PluginDesc], config: &BTreeMap<String, String>) -> Va
             validation.fields.push(field);
         }
     }
+    // The transform chain: built as the runtime will build it; its first problem is reported
+    // on the property it is about.
+    if let Err(e) = crate::transform::Chain::from_config(config) {
+        let (property, problem) = crate::transform::config_problem(&e);
+        validation.add_error(config, &property, problem);
+    }
     // Given properties that no definition knows.
     if plugin.is_some() {
         for (name, value) in config {
-            if converter_prefix(name).is_some() {
+            if converter_prefix(name).is_some()
+                || name.starts_with("transforms.")
+                || name.starts_with("predicates.")
+            {
                 continue;
             }
             if !def.iter().any(|k| k.name == name) {
@@ -130,14 +151,7 @@ pub fn validate(plugins: &[PluginDesc], config: &BTreeMap<String, String>) -> Va
         }
         if let Some(check) = plugin.check {
             for (name, error) in check(config) {
-                match validation.field(&name) {
-                    Some(field) => field.errors.push(error),
-                    None => {
-                        let mut field = FieldResult::new(&name, config.get(&name));
-                        field.errors.push(error);
-                        validation.fields.push(field);
-                    }
-                }
+                validation.add_error(config, &name, error);
             }
         }
     }
@@ -392,6 +406,24 @@ mod tests {
                 vec![("value.converter", "io.confluent.connect.avro.AvroConverter")],
                 "value.converter",
                 "not supported by Ferry",
+            ),
+            (
+                "the seed 003 transforms",
+                crate::transform::SEED_003_CHAIN.to_vec(),
+                "",
+                "",
+            ),
+            (
+                "a transform without its required property",
+                vec![("transforms", "k"), ("transforms.k.type", "ValueToKey")],
+                "transforms.k.fields",
+                "missing required property",
+            ),
+            (
+                "an unknown transform",
+                vec![("transforms", "k"), ("transforms.k.type", "Frobnicate")],
+                "transforms.k.type",
+                "not a transform Ferry has",
             ),
             (
                 "bad regex",

@@ -21,11 +21,19 @@ use tokio::sync::watch;
 use tracing::{debug, info, instrument, warn};
 
 use crate::unit::{converters, lifecycle, stopped, Failure, RaftCommitter, UnitCtx};
+use ferry_connect::transform::{Applied, Chain};
 
 /// Most records handed to one `put` (Kafka Connect's `max.poll.records` default).
 const MAX_BATCH: usize = 500;
 /// How many times a retriable `put` failure is retried before the task fails.
 const PUT_RETRIES: u32 = 5;
+
+/// Records taken from the consumer for one `put`, and every message consumed for them.
+#[derive(Default)]
+struct Batch {
+    records: Vec<SinkRecord>,
+    consumed: Vec<(TopicPartition, i64)>,
+}
 
 struct SinkLoop {
     ctx: UnitCtx,
@@ -33,6 +41,7 @@ struct SinkLoop {
     consumer: StreamConsumer,
     key: Box<dyn Converter>,
     value: Box<dyn Converter>,
+    transforms: Chain,
     /// Next offset to consume, per partition, as far as `put` has gone.
     next: HashMap<TopicPartition, i64>,
     committed: HashMap<TopicPartition, i64>,
@@ -53,6 +62,7 @@ impl SinkLoop {
         };
         let kafka = ctx.kafka()?;
         let (key, value) = converters(&ctx)?;
+        let transforms = Chain::from_config(&ctx.connector_config)?;
         let mut task = factory(&ctx.task_config)?;
         task.start(SinkTaskContext {
             connector: ctx.name.clone(),
@@ -104,6 +114,7 @@ impl SinkLoop {
             consumer,
             key,
             value,
+            transforms,
             next: committed.clone(),
             committed,
         })
@@ -138,7 +149,34 @@ impl SinkLoop {
         })
     }
 
-    async fn put(&mut self, records: Vec<SinkRecord>) -> Result<(), Failure> {
+    /// Convert and transform a consumed message: the record for `put`, unless a transform
+    /// dropped it.
+    fn take(&self, msg: &BorrowedMessage<'_>, batch: &mut Batch) -> Result<(), Failure> {
+        let mut record = self.record(msg)?;
+        batch.consumed.push((
+            TopicPartition::new(msg.topic(), msg.partition()),
+            msg.offset(),
+        ));
+        if self.transforms.apply(&mut record)? == Applied::Keep {
+            batch.records.push(record);
+        }
+        Ok(())
+    }
+
+    /// Hand a batch to the task; the offsets of every consumed message move on once `put`
+    /// returns, dropped ones included, under the topic they were consumed from (a transform
+    /// may have renamed it).
+    async fn put(&mut self, batch: Batch) -> Result<(), Failure> {
+        if !batch.records.is_empty() {
+            self.put_records(batch.records).await?;
+        }
+        for (tp, offset) in batch.consumed {
+            self.next.insert(tp, offset + 1);
+        }
+        Ok(())
+    }
+
+    async fn put_records(&mut self, records: Vec<SinkRecord>) -> Result<(), Failure> {
         let mut attempt = 0;
         loop {
             match self.task.put(records.clone()).await {
@@ -150,9 +188,6 @@ impl SinkLoop {
                 }
                 Err(e) => return Err(e.into()),
             }
-        }
-        for r in &records {
-            self.next.insert(r.topic_partition(), r.offset + 1);
         }
         Ok(())
     }
@@ -229,12 +264,13 @@ impl SinkLoop {
                 _ = flush.tick() => self.commit().await?,
                 first = self.consumer.recv(), if !paused => {
                     let first = first.map_err(|e| kafka_error("consume", e))?;
-                    let mut batch = vec![self.record(&first)?];
+                    let mut batch = Batch::default();
+                    self.take(&first, &mut batch)?;
                     drop(first);
-                    while batch.len() < MAX_BATCH {
+                    while batch.consumed.len() < MAX_BATCH {
                         let Some(next) = self.consumer.recv().now_or_never() else { break };
                         let next = next.map_err(|e| kafka_error("consume", e))?;
-                        batch.push(self.record(&next)?);
+                        self.take(&next, &mut batch)?;
                     }
                     self.put(batch).await?;
                 }

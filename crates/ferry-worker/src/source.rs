@@ -19,6 +19,7 @@ use tokio::sync::watch;
 use tracing::{debug, info, instrument};
 
 use crate::unit::{converters, lifecycle, stopped, CommittedSourceOffsets, Failure, UnitCtx};
+use ferry_connect::transform::{Applied, Chain};
 
 /// In-flight records before the loop waits for deliveries.
 const MAX_IN_FLIGHT: usize = 50_000;
@@ -29,6 +30,7 @@ struct SourceLoop {
     producer: FutureProducer,
     key: Box<dyn Converter>,
     value: Box<dyn Converter>,
+    transforms: Chain,
     in_flight: Vec<DeliveryFuture>,
     /// Latest offset per source partition among the records sent (JSON texts).
     sent: BTreeMap<String, String>,
@@ -46,6 +48,7 @@ impl SourceLoop {
         };
         let kafka = ctx.kafka()?;
         let (key, value) = converters(&ctx)?;
+        let transforms = Chain::from_config(&ctx.connector_config)?;
         let mut config = kafka.client_config();
         config
             .set("enable.idempotence", "true")
@@ -69,6 +72,7 @@ impl SourceLoop {
             producer,
             key,
             value,
+            transforms,
             in_flight: Vec::new(),
             sent: BTreeMap::new(),
             committed: BTreeMap::new(),
@@ -78,7 +82,15 @@ impl SourceLoop {
     async fn send_batch(&mut self) -> Result<usize, Failure> {
         let records = self.task.poll().await?;
         let count = records.len();
-        for record in records {
+        for mut record in records {
+            if self.transforms.apply(&mut record)? == Applied::Drop {
+                // Filtered out: nothing to produce, but the source has moved past it.
+                self.sent.insert(
+                    source_map_json(&record.source_partition),
+                    source_map_json(&record.source_offset),
+                );
+                continue;
+            }
             let key = self
                 .key
                 .encode(&record.topic, record.key_schema.as_ref(), &record.key)?;

@@ -19,6 +19,22 @@ mod route;
 #[cfg(test)]
 mod tests;
 
+/// Seed 003's chain: records keyed by `user_id`.
+#[cfg(test)]
+pub(crate) const SEED_003_CHAIN: &[(&str, &str)] = &[
+    ("transforms", "createKey,extractInt"),
+    (
+        "transforms.createKey.type",
+        "org.apache.kafka.connect.transforms.ValueToKey",
+    ),
+    ("transforms.createKey.fields", "user_id"),
+    (
+        "transforms.extractInt.type",
+        "org.apache.kafka.connect.transforms.ExtractField$Key",
+    ),
+    ("transforms.extractInt.field", "user_id"),
+];
+
 pub use predicate::Predicate;
 
 /// The parts of a record that transforms read and change, for sink and source records alike
@@ -202,7 +218,7 @@ impl Chain {
             let prefix = format!("transforms.{alias}.");
             let type_key = format!("{prefix}type");
             let class = config.get(&type_key).ok_or_else(|| {
-                ConnectError::fatal(format!("missing required property {type_key}"))
+                ConnectError::fatal(format!("{type_key}: missing required property"))
             })?;
             let class = find_class(class).ok_or_else(|| {
                 ConnectError::fatal(format!(
@@ -268,6 +284,17 @@ impl Chain {
     }
 }
 
+/// The property a chain's config error is about, and what is wrong with it: every error of
+/// [`Chain::from_config`] reads `property: problem`.
+pub fn config_problem(e: &ConnectError) -> (String, String) {
+    match e.message.split_once(": ") {
+        Some((property, problem)) if !property.contains(' ') => {
+            (property.to_string(), problem.to_string())
+        }
+        _ => ("transforms".to_string(), e.message.clone()),
+    }
+}
+
 /// A comma-separated list property, trimmed, without empty entries.
 pub fn list(config: &BTreeMap<String, String>, key: &str) -> Vec<String> {
     config
@@ -315,7 +342,7 @@ fn check_props(prefix: &str, def: &ConfigDef, own: &Props) -> Result<()> {
     for key in def.iter().filter(|k| k.required && k.default.is_none()) {
         if !own.contains_key(key.name) {
             return Err(ConnectError::fatal(format!(
-                "missing required property {prefix}{}",
+                "{prefix}{}: missing required property",
                 key.name
             )));
         }

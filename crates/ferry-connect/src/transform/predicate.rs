@@ -74,7 +74,7 @@ pub fn from_config(
         let type_key = format!("{prefix}type");
         let class = config
             .get(&type_key)
-            .ok_or_else(|| ConnectError::fatal(format!("missing required property {type_key}")))?;
+            .ok_or_else(|| ConnectError::fatal(format!("{type_key}: missing required property")))?;
         let found = classes()
             .into_iter()
             .find(|c| c.class == class.trim() || c.class.strip_prefix(PACKAGE) == Some(class.trim()))

@@ -60,20 +60,8 @@ fn seed_003_value_to_key_then_extract_field_keys_records_by_user_id() {
         .decode("dst_table01", Some(text.as_bytes()))
         .expect("decodes");
     let mut record = sink("dst_table01", row.schema.clone(), row.value.clone());
-    let chain = [
-        ("transforms", "createKey,extractInt"),
-        (
-            "transforms.createKey.type",
-            "org.apache.kafka.connect.transforms.ValueToKey",
-        ),
-        ("transforms.createKey.fields", "user_id"),
-        (
-            "transforms.extractInt.type",
-            "org.apache.kafka.connect.transforms.ExtractField$Key",
-        ),
-        ("transforms.extractInt.field", "user_id"),
-    ];
-    assert_eq!(run(&chain, &mut record), Applied::Keep);
+    let chain = SEED_003_CHAIN;
+    assert_eq!(run(chain, &mut record), Applied::Keep);
     // The key the seed printed, and the value untouched.
     assert_eq!(
         json_of(record.key_schema.as_ref(), &record.key),
@@ -520,7 +508,7 @@ fn bad_configs_name_the_property() {
     let cases: Vec<(Vec<(&str, &str)>, &str)> = vec![
         (
             vec![("transforms", "a")],
-            "missing required property transforms.a.type",
+            "transforms.a.type: missing required property",
         ),
         (
             vec![
@@ -531,7 +519,7 @@ fn bad_configs_name_the_property() {
         ),
         (
             vec![("transforms", "a"), ("transforms.a.type", "ValueToKey")],
-            "missing required property transforms.a.fields",
+            "transforms.a.fields: missing required property",
         ),
         (
             vec![
@@ -596,7 +584,7 @@ fn bad_configs_name_the_property() {
                 ("predicates", "p"),
                 ("predicates.p.type", "TopicNameMatches"),
             ],
-            "missing required property predicates.p.pattern",
+            "predicates.p.pattern: missing required property",
         ),
         (
             vec![
@@ -610,6 +598,11 @@ fn bad_configs_name_the_property() {
     for (pairs, want) in cases {
         let err = Chain::from_config(&config(&pairs)).err().expect(want);
         assert!(err.to_string().contains(want), "{want}: {err}");
+        let (property, _) = config_problem(&err);
+        assert!(
+            want.starts_with(&property),
+            "{want}: the problem is about {property}"
+        );
     }
     assert!(Chain::from_config(&BTreeMap::new())
         .expect("no transforms")
