@@ -200,6 +200,14 @@ pub fn connector_common() -> ConfigDef {
         )
         .validator(known_converter),
         ConfigKey::new(
+            "header.converter",
+            ConfigType::Class,
+            Importance::Low,
+            "Converter of record headers: SimpleHeaderConverter (values as text, types \
+             inferred) or a record converter. Unset: the worker's, else SimpleHeaderConverter.",
+        )
+        .validator(known_header_converter),
+        ConfigKey::new(
             "transforms",
             ConfigType::List,
             Importance::Low,
@@ -214,6 +222,14 @@ pub fn connector_common() -> ConfigDef {
              predicates.<alias>.type and predicates.<alias>.*.",
         ),
     ]
+}
+
+fn known_header_converter(value: &str) -> Result<(), String> {
+    if crate::converter::is_header_converter(value) {
+        Ok(())
+    } else {
+        known_converter(value)
+    }
 }
 
 fn known_converter(value: &str) -> Result<(), String> {

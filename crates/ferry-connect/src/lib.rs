@@ -13,6 +13,7 @@ pub mod record;
 pub mod task;
 pub mod transform;
 pub mod validate;
+pub mod values;
 
 pub use config::{ConfigDef, ConfigKey, ConfigType, Importance, Support};
 pub use converter::Converter;

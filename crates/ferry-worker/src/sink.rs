@@ -9,9 +9,7 @@ use std::time::Duration;
 
 use ferry_connect::plugin::TaskFactory;
 use ferry_connect::task::SinkTaskContext;
-use ferry_connect::{
-    ConnectError, Converter, Header, Schema, SinkRecord, SinkTask, TopicPartition, Value,
-};
+use ferry_connect::{ConnectError, Converter, Header, SinkRecord, SinkTask, TopicPartition};
 use ferry_meta::state::{Command, SinkOffset, TargetState};
 use futures::FutureExt;
 use rdkafka::consumer::{CommitMode, Consumer, StreamConsumer};
@@ -20,7 +18,10 @@ use rdkafka::{Offset, TopicPartitionList};
 use tokio::sync::watch;
 use tracing::{debug, info, instrument, warn};
 
-use crate::unit::{converters, lifecycle, stopped, Failure, RaftCommitter, UnitCtx};
+use crate::unit::{
+    converters, header_converter, lifecycle, stopped, Failure, RaftCommitter, UnitCtx,
+};
+use ferry_connect::converter::HeaderConverter;
 use ferry_connect::transform::{Applied, Chain};
 
 /// Most records handed to one `put` (Kafka Connect's `max.poll.records` default).
@@ -41,6 +42,7 @@ struct SinkLoop {
     consumer: StreamConsumer,
     key: Box<dyn Converter>,
     value: Box<dyn Converter>,
+    headers: Box<dyn HeaderConverter>,
     transforms: Chain,
     /// Next offset to consume, per partition, as far as `put` has gone.
     next: HashMap<TopicPartition, i64>,
@@ -62,6 +64,7 @@ impl SinkLoop {
         };
         let kafka = ctx.kafka()?;
         let (key, value) = converters(&ctx)?;
+        let headers = header_converter(&ctx)?;
         let transforms = Chain::from_config(&ctx.connector_config)?;
         let mut task = factory(&ctx.task_config)?;
         task.start(SinkTaskContext {
@@ -114,6 +117,7 @@ impl SinkLoop {
             consumer,
             key,
             value,
+            headers,
             transforms,
             next: committed.clone(),
             committed,
@@ -124,18 +128,15 @@ impl SinkLoop {
         let topic = msg.topic();
         let key = self.key.decode(topic, msg.key())?;
         let value = self.value.decode(topic, msg.payload())?;
-        let headers = msg
-            .headers()
-            .map(|hs| {
-                hs.iter()
-                    .map(|h| Header {
-                        key: h.key.to_string(),
-                        schema: Some(Schema::optional_bytes()),
-                        value: h.value.map_or(Value::Null, |v| Value::Bytes(v.to_vec())),
-                    })
-                    .collect()
-            })
-            .unwrap_or_default();
+        let mut headers = Vec::new();
+        for h in msg.headers().iter().flat_map(|hs| hs.iter()) {
+            let sv = self.headers.decode(topic, h.key, h.value)?;
+            headers.push(Header {
+                key: h.key.to_string(),
+                schema: sv.schema,
+                value: sv.value,
+            });
+        }
         Ok(SinkRecord {
             topic: topic.to_string(),
             partition: msg.partition(),

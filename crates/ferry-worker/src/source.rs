@@ -18,7 +18,10 @@ use rdkafka::producer::{DeliveryFuture, FutureProducer, FutureRecord};
 use tokio::sync::watch;
 use tracing::{debug, info, instrument};
 
-use crate::unit::{converters, lifecycle, stopped, CommittedSourceOffsets, Failure, UnitCtx};
+use crate::unit::{
+    converters, header_converter, lifecycle, stopped, CommittedSourceOffsets, Failure, UnitCtx,
+};
+use ferry_connect::converter::HeaderConverter;
 use ferry_connect::transform::{Applied, Chain};
 
 /// In-flight records before the loop waits for deliveries.
@@ -30,6 +33,7 @@ struct SourceLoop {
     producer: FutureProducer,
     key: Box<dyn Converter>,
     value: Box<dyn Converter>,
+    headers: Box<dyn HeaderConverter>,
     transforms: Chain,
     in_flight: Vec<DeliveryFuture>,
     /// Latest offset per source partition among the records sent (JSON texts).
@@ -48,6 +52,7 @@ impl SourceLoop {
         };
         let kafka = ctx.kafka()?;
         let (key, value) = converters(&ctx)?;
+        let headers = header_converter(&ctx)?;
         let transforms = Chain::from_config(&ctx.connector_config)?;
         let mut config = kafka.client_config();
         config
@@ -72,6 +77,7 @@ impl SourceLoop {
             producer,
             key,
             value,
+            headers,
             transforms,
             in_flight: Vec::new(),
             sent: BTreeMap::new(),
@@ -99,11 +105,9 @@ impl SourceLoop {
                     .encode(&record.topic, record.value_schema.as_ref(), &record.value)?;
             let mut headers = OwnedHeaders::new();
             for h in &record.headers {
-                let bytes = match &h.value {
-                    ferry_connect::Value::Null => None,
-                    ferry_connect::Value::Bytes(b) => Some(b.clone()),
-                    other => Some(other.to_string().into_bytes()),
-                };
+                let bytes =
+                    self.headers
+                        .encode(&record.topic, &h.key, h.schema.as_ref(), &h.value)?;
                 headers = headers.insert(KafkaHeader {
                     key: &h.key,
                     value: bytes.as_deref(),

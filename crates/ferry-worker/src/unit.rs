@@ -278,6 +278,13 @@ pub fn converters(ctx: &UnitCtx) -> Result<ferry_connect::converter::KeyValue, C
     ferry_connect::converter::key_value(&ctx.connector_config, &ctx.settings.converters)
 }
 
+/// The header converter of a unit, by the same rule.
+pub fn header_converter(
+    ctx: &UnitCtx,
+) -> Result<Box<dyn ferry_connect::converter::HeaderConverter>, ConnectError> {
+    ferry_connect::converter::headers(&ctx.connector_config, &ctx.settings.converters)
+}
+
 /// Resolves once `stop` turns true (or its sender is gone).
 pub async fn stopped(stop: &mut tokio::sync::watch::Receiver<bool>) {
     let _ = stop.wait_for(|s| *s).await;

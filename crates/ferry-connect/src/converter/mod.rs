@@ -7,8 +7,12 @@ use crate::config::{ConfigDef, ConfigKey, ConfigType, Importance, Support};
 use crate::data::{Schema, SchemaAndValue, SchemaType, Value};
 use crate::error::{ConnectError, Result};
 
+pub mod header;
 pub mod json;
 
+pub use header::{
+    header_converter, HeaderConverter, SimpleHeaderConverter, SIMPLE_HEADER_CONVERTER,
+};
 pub use json::{JsonConverter, JSON_CONVERTER};
 
 /// Kafka bytes ⇄ Connect data (Kafka Connect's `Converter`: `decode` is `toConnectData`,
@@ -41,6 +45,12 @@ pub fn is_converter(class: &str) -> bool {
     resolve(class).is_some()
 }
 
+/// Whether `class` names a header converter Ferry has.
+pub fn is_header_converter(class: &str) -> bool {
+    let class = class.trim();
+    class == SIMPLE_HEADER_CONVERTER || class == "SimpleHeaderConverter" || is_converter(class)
+}
+
 /// The class a name or alias stands for, if Ferry has the converter.
 pub fn resolve(class: &str) -> Option<&'static str> {
     let class = class.trim();
@@ -51,7 +61,7 @@ pub fn resolve(class: &str) -> Option<&'static str> {
 }
 
 /// The prefixes under which a connector (or the worker) configures its converters.
-pub const CONVERTER_PREFIXES: &[&str] = &["key.converter", "value.converter"];
+pub const CONVERTER_PREFIXES: &[&str] = &["key.converter", "value.converter", "header.converter"];
 
 /// The properties of a converter class, named without the `key.converter.` prefix.
 pub fn converter_config(class: &str) -> ConfigDef {
@@ -153,15 +163,40 @@ fn configured(
         .get(prefix)
         .map(String::as_str)
         .unwrap_or(DEFAULT_CONVERTER);
-    let own: BTreeMap<String, String> = source
+    converter(class, &own_settings(source, prefix))
+        .map_err(|e| ConnectError::fatal(format!("{prefix}: {}", e.message)))
+}
+
+/// The header converter of a connector, by the same rule (`header.converter`; otherwise the
+/// worker's; otherwise SimpleHeaderConverter).
+pub fn headers(
+    connector: &BTreeMap<String, String>,
+    worker: &BTreeMap<String, String>,
+) -> Result<Box<dyn HeaderConverter>> {
+    let prefix = "header.converter";
+    let source = if connector.contains_key(prefix) {
+        connector
+    } else {
+        worker
+    };
+    let class = source
+        .get(prefix)
+        .map(String::as_str)
+        .unwrap_or(SIMPLE_HEADER_CONVERTER);
+    header_converter(class, &own_settings(source, prefix))
+        .map_err(|e| ConnectError::fatal(format!("{prefix}: {}", e.message)))
+}
+
+/// A converter's own settings: the properties under `prefix.`, without it.
+fn own_settings(source: &BTreeMap<String, String>, prefix: &str) -> BTreeMap<String, String> {
+    source
         .iter()
         .filter_map(|(k, v)| {
             k.strip_prefix(prefix)
                 .and_then(|rest| rest.strip_prefix('.'))
                 .map(|rest| (rest.to_string(), v.clone()))
         })
-        .collect();
-    converter(class, &own).map_err(|e| ConnectError::fatal(format!("{prefix}: {}", e.message)))
+        .collect()
 }
 
 /// What is wrong with a worker's converter settings (`[worker.converters]`), one line each.
@@ -175,10 +210,13 @@ pub fn check_worker_converters(worker: &BTreeMap<String, String>) -> Vec<String>
         })
         .map(|k| format!("{k:?} is not a converter setting (key.converter, value.converter, or one of their own settings)"))
         .collect();
-    for prefix in CONVERTER_PREFIXES {
+    for prefix in ["key.converter", "value.converter"] {
         if let Err(e) = configured(prefix, &BTreeMap::new(), worker) {
             problems.push(e.message);
         }
+    }
+    if let Err(e) = headers(&BTreeMap::new(), worker) {
+        problems.push(e.message);
     }
     problems
 }
