@@ -50,6 +50,11 @@ pub fn classes() -> Vec<TransformClass> {
     all.extend(both!("ReplaceField", replace_config, ReplaceField::build));
     all.extend(both!("MaskField", mask_config, MaskField::build));
     all.extend(both!("HoistField", hoist_config, HoistField::build));
+    all.extend(both!(
+        "SetSchemaMetadata",
+        metadata_config,
+        SetSchemaMetadata::build
+    ));
     all
 }
 
@@ -76,7 +81,7 @@ pub fn struct_schema(fields: Vec<(String, Arc<Schema>)>, like: Option<&Schema>) 
 }
 
 /// The struct a schema'd part must be (`requireStruct`), or the map a schemaless one must be.
-fn require_struct<'a>(value: &'a Value, purpose: &str) -> Result<&'a Struct> {
+pub fn require_struct<'a>(value: &'a Value, purpose: &str) -> Result<&'a Struct> {
     match value {
         Value::Struct(s) => Ok(s),
         other => Err(ConnectError::data(format!(
@@ -86,7 +91,7 @@ fn require_struct<'a>(value: &'a Value, purpose: &str) -> Result<&'a Struct> {
     }
 }
 
-fn require_map<'a>(value: &'a Value, purpose: &str) -> Result<&'a [(Value, Value)]> {
+pub fn require_map<'a>(value: &'a Value, purpose: &str) -> Result<&'a [(Value, Value)]> {
     match value {
         Value::Map(entries) => Ok(entries),
         other => Err(ConnectError::data(format!(
@@ -656,6 +661,81 @@ impl Transformation for HoistField {
                 self.part.set(record, None, map);
             }
         }
+        Ok(Applied::Keep)
+    }
+}
+
+fn metadata_config() -> ConfigDef {
+    vec![
+        key("schema.name", ConfigType::String, "The schema's new name."),
+        key(
+            "schema.version",
+            ConfigType::Int,
+            "The schema's new version.",
+        ),
+    ]
+}
+
+/// `SetSchemaMetadata`: renames and re-versions the key's (or value's) schema.
+struct SetSchemaMetadata {
+    part: Part,
+    name: Option<String>,
+    version: Option<i32>,
+}
+
+impl SetSchemaMetadata {
+    fn build(props: &Props, part: Part) -> Result<Box<dyn Transformation>> {
+        let version = props
+            .get("schema.version")
+            .map(|v| {
+                v.trim().parse().map_err(|_| {
+                    ConnectError::fatal(format!("schema.version: {v:?} is not an integer"))
+                })
+            })
+            .transpose()?;
+        let name = props.get("schema.name").map(|n| n.trim().to_string());
+        if name.is_none() && version.is_none() {
+            return Err(ConnectError::fatal(
+                "schema.name: set schema.name, schema.version or both",
+            ));
+        }
+        Ok(Box::new(SetSchemaMetadata {
+            part,
+            name,
+            version,
+        }))
+    }
+}
+
+impl Transformation for SetSchemaMetadata {
+    fn apply(&self, record: &mut dyn ConnectRecord) -> Result<Applied> {
+        let (schema, value) = self.part.get(record);
+        let schema = schema.ok_or_else(|| {
+            ConnectError::data(format!(
+                "schemaless {} not supported for [updating schema metadata]",
+                self.part.name()
+            ))
+        })?;
+        let mut updated = (*schema).clone();
+        if let Some(name) = &self.name {
+            updated.name = Some(name.clone());
+        }
+        if let Some(version) = self.version {
+            updated.version = Some(version);
+        }
+        let updated = Arc::new(updated);
+        // A struct carries its schema: it is rebuilt under the new one.
+        let value = match value {
+            Value::Struct(s) => {
+                let mut out = Struct::new(updated.clone())?;
+                for f in &updated.fields {
+                    out.put(&f.name, s.raw(f.index).clone())?;
+                }
+                Value::Struct(out)
+            }
+            other => other,
+        };
+        self.part.set(record, Some(updated), value);
         Ok(Applied::Keep)
     }
 }

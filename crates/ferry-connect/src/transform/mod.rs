@@ -13,6 +13,7 @@ use crate::error::{ConnectError, Result};
 use crate::record::{Header, SinkRecord, SourceRecord};
 
 mod fields;
+mod headers;
 mod predicate;
 mod route;
 
@@ -168,6 +169,7 @@ const PACKAGE: &str = "org.apache.kafka.connect.transforms.";
 /// Every transform Ferry has.
 pub fn classes() -> Vec<TransformClass> {
     let mut all = fields::classes();
+    all.extend(headers::classes());
     all.extend(route::classes());
     all.push(TransformClass {
         class: "org.apache.kafka.connect.transforms.Filter",

@@ -608,3 +608,144 @@ fn bad_configs_name_the_property() {
         .expect("no transforms")
         .is_empty());
 }
+
+#[test]
+fn header_transforms_insert_drop_and_take_from_fields() {
+    // InsertHeader's documented example: header=MyHeader, value.literal=MyValue.
+    let mut r = sink(
+        "t",
+        None,
+        map(&[
+            ("id", Value::Int64(1)),
+            ("trace", Value::String("abc".into())),
+        ]),
+    );
+    run(
+        &[
+            ("transforms", "insert,from"),
+            (
+                "transforms.insert.type",
+                "org.apache.kafka.connect.transforms.InsertHeader",
+            ),
+            ("transforms.insert.header", "MyHeader"),
+            ("transforms.insert.value.literal", "MyValue"),
+            ("transforms.from.type", "HeaderFrom$Value"),
+            ("transforms.from.fields", "trace"),
+            ("transforms.from.headers", "trace-id"),
+            ("transforms.from.operation", "move"),
+        ],
+        &mut r,
+    );
+    let headers: Vec<(&str, &Value)> = r
+        .headers
+        .iter()
+        .map(|h| (h.key.as_str(), &h.value))
+        .collect();
+    assert_eq!(
+        headers,
+        [
+            ("MyHeader", &Value::String("MyValue".into())),
+            ("trace-id", &Value::String("abc".into()))
+        ]
+    );
+    assert_eq!(
+        r.value,
+        map(&[("id", Value::Int64(1))]),
+        "moved, not copied"
+    );
+    // A literal is typed as SimpleHeaderConverter would type it.
+    run(
+        &[
+            ("transforms", "n"),
+            ("transforms.n.type", "InsertHeader"),
+            ("transforms.n.header", "attempt"),
+            ("transforms.n.value.literal", "3"),
+        ],
+        &mut r,
+    );
+    assert_eq!(r.headers[2].value, Value::Int8(3));
+    run(
+        &[
+            ("transforms", "drop"),
+            ("transforms.drop.type", "DropHeaders"),
+            ("transforms.drop.headers", "MyHeader,attempt"),
+        ],
+        &mut r,
+    );
+    assert_eq!(r.headers.len(), 1);
+    assert_eq!(r.headers[0].key, "trace-id");
+    // With a schema, copy keeps the field and the header gets the field's schema.
+    let schema = Arc::new(Schema::structure(vec![
+        ("id", Schema::of(SchemaType::Int32)),
+        ("region", Schema::of(SchemaType::String)),
+    ]));
+    let mut s = Struct::new(schema.clone()).expect("struct");
+    s.put("id", Value::Int32(1)).expect("id");
+    s.put("region", Value::String("eu".into())).expect("region");
+    let mut r = sink("t", Some(schema.clone()), Value::Struct(s));
+    run(
+        &[
+            ("transforms", "from"),
+            ("transforms.from.type", "HeaderFrom$Value"),
+            ("transforms.from.fields", "region"),
+            ("transforms.from.headers", "region"),
+            ("transforms.from.operation", "copy"),
+        ],
+        &mut r,
+    );
+    assert_eq!(r.value_schema.as_ref(), Some(&schema));
+    assert_eq!(
+        r.headers[0].schema.as_ref().map(|s| s.ty),
+        Some(SchemaType::String)
+    );
+    let err = Chain::from_config(&config(&[
+        ("transforms", "from"),
+        ("transforms.from.type", "HeaderFrom$Value"),
+        ("transforms.from.fields", "a,b"),
+        ("transforms.from.headers", "a"),
+        ("transforms.from.operation", "copy"),
+    ]))
+    .err()
+    .expect("one header for two fields");
+    assert!(
+        err.to_string().starts_with("transforms.from.headers:"),
+        "{err}"
+    );
+}
+
+#[test]
+fn set_schema_metadata_renames_the_schema_and_its_struct() {
+    let schema =
+        Arc::new(Schema::structure(vec![("id", Schema::of(SchemaType::Int32))]).named("old"));
+    let mut s = Struct::new(schema.clone()).expect("struct");
+    s.put("id", Value::Int32(1)).expect("id");
+    let mut r = sink("t", Some(schema), Value::Struct(s));
+    run(
+        &[
+            ("transforms", "meta"),
+            ("transforms.meta.type", "SetSchemaMetadata$Value"),
+            ("transforms.meta.schema.name", "com.example.Order"),
+            ("transforms.meta.schema.version", "2"),
+        ],
+        &mut r,
+    );
+    let schema = r.value_schema.clone().expect("schema");
+    assert_eq!(
+        (schema.name.as_deref(), schema.version),
+        (Some("com.example.Order"), Some(2))
+    );
+    let Value::Struct(s) = &r.value else {
+        panic!("struct");
+    };
+    assert_eq!(s.schema, schema, "the struct carries the new schema");
+    assert!(json_of(Some(&schema), &r.value).contains(r#""name":"com.example.Order","version":2"#));
+    let err = Chain::from_config(&config(&[
+        ("transforms", "meta"),
+        ("transforms.meta.type", "SetSchemaMetadata$Value"),
+        ("transforms.meta.schema.name", "x"),
+    ]))
+    .expect("valid")
+    .apply(&mut sink("t", None, Value::Int64(1)))
+    .expect_err("schemaless");
+    assert!(err.to_string().contains("schemaless value"), "{err}");
+}
