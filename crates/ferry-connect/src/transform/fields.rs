@@ -55,6 +55,7 @@ pub fn classes() -> Vec<TransformClass> {
         metadata_config,
         SetSchemaMetadata::build
     ));
+    all.extend(both!("Flatten", flatten_config, Flatten::build));
     all
 }
 
@@ -736,6 +737,129 @@ impl Transformation for SetSchemaMetadata {
             other => other,
         };
         self.part.set(record, Some(updated), value);
+        Ok(Applied::Keep)
+    }
+}
+
+fn flatten_config() -> ConfigDef {
+    vec![key(
+        "delimiter",
+        ConfigType::String,
+        "Between the names of a nested field and its parents.",
+    )
+    .default(".")]
+}
+
+/// `Flatten`: nested structs (or maps) become top-level fields named `parent.child`.
+struct Flatten {
+    part: Part,
+    delimiter: String,
+}
+
+impl Flatten {
+    fn build(props: &Props, part: Part) -> Result<Box<dyn Transformation>> {
+        Ok(Box::new(Flatten {
+            part,
+            delimiter: prop(props, "delimiter", ".").to_string(),
+        }))
+    }
+
+    fn name(&self, prefix: &str, name: &str) -> String {
+        if prefix.is_empty() {
+            name.to_string()
+        } else {
+            format!("{prefix}{}{name}", self.delimiter)
+        }
+    }
+
+    /// The flattened fields of a struct schema; a field under an optional parent is optional.
+    fn schema_fields(
+        &self,
+        schema: &Schema,
+        prefix: &str,
+        optional: bool,
+        out: &mut Vec<(String, Arc<Schema>)>,
+    ) {
+        for f in &schema.fields {
+            let name = self.name(prefix, &f.name);
+            if f.schema.ty == SchemaType::Struct {
+                self.schema_fields(&f.schema, &name, optional || f.schema.optional, out);
+            } else if optional && !f.schema.optional {
+                out.push((name, Arc::new((*f.schema).clone().optional())));
+            } else {
+                out.push((name, f.schema.clone()));
+            }
+        }
+    }
+
+    fn struct_values(
+        &self,
+        schema: &Schema,
+        value: Option<&Struct>,
+        prefix: &str,
+        out: &mut Vec<(String, Value)>,
+    ) {
+        for f in &schema.fields {
+            let name = self.name(prefix, &f.name);
+            let v = value.map_or(Value::Null, |s| s.raw(f.index).clone());
+            match (&v, f.schema.ty) {
+                (Value::Struct(inner), SchemaType::Struct) => {
+                    self.struct_values(&f.schema, Some(inner), &name, out)
+                }
+                (_, SchemaType::Struct) => self.struct_values(&f.schema, None, &name, out),
+                _ => out.push((name, v)),
+            }
+        }
+    }
+
+    fn map_values(&self, entries: &[(Value, Value)], prefix: &str, out: &mut Vec<(Value, Value)>) {
+        for (k, v) in entries {
+            let key = match k {
+                Value::String(s) => s.clone(),
+                other => other.to_string(),
+            };
+            let name = self.name(prefix, &key);
+            match v {
+                Value::Map(inner) => self.map_values(inner, &name, out),
+                other => out.push((Value::String(name), other.clone())),
+            }
+        }
+    }
+}
+
+impl Transformation for Flatten {
+    fn apply(&self, record: &mut dyn ConnectRecord) -> Result<Applied> {
+        let (schema, value) = self.part.get(record);
+        if value.is_null() && schema.is_none() {
+            return Ok(Applied::Keep);
+        }
+        match schema {
+            Some(schema) => {
+                if schema.ty != SchemaType::Struct {
+                    return Ok(Applied::Keep);
+                }
+                let mut fields = Vec::new();
+                self.schema_fields(&schema, "", false, &mut fields);
+                let new_schema = Arc::new(struct_schema(fields, Some(&schema)));
+                if value.is_null() {
+                    self.part.set(record, Some(new_schema), Value::Null);
+                    return Ok(Applied::Keep);
+                }
+                let s = require_struct(&value, "flattening")?;
+                let mut values = Vec::new();
+                self.struct_values(&schema, Some(s), "", &mut values);
+                let mut out = Struct::new(new_schema.clone())?;
+                for (name, v) in values {
+                    out.put(&name, v)?;
+                }
+                self.part.set(record, Some(new_schema), Value::Struct(out));
+            }
+            None => {
+                let mut out = Vec::new();
+                self.map_values(require_map(&value, "flattening")?, "", &mut out);
+                self.part.set(record, None, Value::Map(out));
+            }
+        }
         Ok(Applied::Keep)
     }
 }

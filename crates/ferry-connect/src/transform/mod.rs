@@ -12,6 +12,7 @@ use crate::data::{Schema, Value};
 use crate::error::{ConnectError, Result};
 use crate::record::{Header, SinkRecord, SourceRecord};
 
+mod cast;
 mod fields;
 mod headers;
 mod predicate;
@@ -169,6 +170,7 @@ const PACKAGE: &str = "org.apache.kafka.connect.transforms.";
 /// Every transform Ferry has.
 pub fn classes() -> Vec<TransformClass> {
     let mut all = fields::classes();
+    all.extend(cast::classes());
     all.extend(headers::classes());
     all.extend(route::classes());
     all.push(TransformClass {

@@ -749,3 +749,143 @@ fn set_schema_metadata_renames_the_schema_and_its_struct() {
     .expect_err("schemaless");
     assert!(err.to_string().contains("schemaless value"), "{err}");
 }
+
+#[test]
+fn cast_whole_values_and_fields() {
+    // Kafka's documented example: spec=int8 on a whole value, then field casts.
+    let mut r = sink(
+        "t",
+        Some(Arc::new(Schema::of(SchemaType::Int32))),
+        Value::Int32(42),
+    );
+    run(
+        &[
+            ("transforms", "c"),
+            ("transforms.c.type", "Cast$Value"),
+            ("transforms.c.spec", "int8"),
+        ],
+        &mut r,
+    );
+    assert_eq!(
+        (r.value_schema.as_ref().map(|s| s.ty), &r.value),
+        (Some(SchemaType::Int8), &Value::Int8(42))
+    );
+    let mut r = sink(
+        "t",
+        None,
+        map(&[
+            ("count", Value::String("17".into())),
+            ("ratio", Value::Float64(2.75)),
+            ("on", Value::Int64(0)),
+            ("price", Value::Decimal(Decimal::new(1999, 2))),
+        ]),
+    );
+    run(
+        &[
+            ("transforms", "c"),
+            ("transforms.c.type", "Cast$Value"),
+            (
+                "transforms.c.spec",
+                "count:int64,ratio:int32,on:boolean,price:string",
+            ),
+        ],
+        &mut r,
+    );
+    assert_eq!(
+        r.value,
+        map(&[
+            ("count", Value::Int64(17)),
+            ("ratio", Value::Int32(2)),
+            ("on", Value::Boolean(false)),
+            ("price", Value::String("19.99".into())),
+        ])
+    );
+    let schema = Arc::new(Schema::structure(vec![
+        ("id", Schema::of(SchemaType::Int64)),
+        ("score", Schema::of(SchemaType::Float32).optional()),
+    ]));
+    let mut s = Struct::new(schema.clone()).expect("struct");
+    s.put("id", Value::Int64(5)).expect("id");
+    s.put("score", Value::Float32(1.5)).expect("score");
+    let mut r = sink("t", Some(schema), Value::Struct(s));
+    run(
+        &[
+            ("transforms", "c"),
+            ("transforms.c.type", "Cast$Value"),
+            ("transforms.c.spec", "id:string,score:float64"),
+        ],
+        &mut r,
+    );
+    assert_eq!(
+        json_of(r.value_schema.as_ref(), &r.value),
+        r#"{"schema":{"type":"struct","fields":[{"type":"string","optional":false,"field":"id"},{"type":"double","optional":true,"field":"score"}],"optional":false},"payload":{"id":"5","score":1.5}}"#
+    );
+    let bad = Chain::from_config(&config(&[
+        ("transforms", "c"),
+        ("transforms.c.type", "Cast$Value"),
+        ("transforms.c.spec", "id:uuid"),
+    ]))
+    .err()
+    .expect("not a type");
+    assert!(bad.to_string().starts_with("transforms.c.spec:"), "{bad}");
+    let err = Chain::from_config(&config(&[
+        ("transforms", "c"),
+        ("transforms.c.type", "Cast$Value"),
+        ("transforms.c.spec", "count:int32"),
+    ]))
+    .expect("valid")
+    .apply(&mut sink(
+        "t",
+        None,
+        map(&[("count", Value::String("many".into()))]),
+    ))
+    .expect_err("not a number");
+    assert!(err.to_string().contains("field count"), "{err}");
+}
+
+#[test]
+fn flatten_nested_structs_and_maps() {
+    // Kafka's documented example: {"content": {"id": 42, "name": {"first": "David"}}}.
+    let mut r = sink(
+        "t",
+        None,
+        map(&[(
+            "content",
+            map(&[
+                ("id", Value::Int64(42)),
+                ("name", map(&[("first", Value::String("David".into()))])),
+            ]),
+        )]),
+    );
+    run(
+        &[("transforms", "f"), ("transforms.f.type", "Flatten$Value")],
+        &mut r,
+    );
+    assert_eq!(
+        r.value,
+        map(&[
+            ("content.id", Value::Int64(42)),
+            ("content.name.first", Value::String("David".into()))
+        ])
+    );
+    let inner = Schema::structure(vec![("city", Schema::of(SchemaType::String))]).optional();
+    let schema = Arc::new(Schema::structure(vec![
+        ("id", Schema::of(SchemaType::Int32)),
+        ("address", inner),
+    ]));
+    let mut s = Struct::new(schema.clone()).expect("struct");
+    s.put("id", Value::Int32(1)).expect("id");
+    let mut r = sink("t", Some(schema), Value::Struct(s));
+    run(
+        &[
+            ("transforms", "f"),
+            ("transforms.f.type", "Flatten$Value"),
+            ("transforms.f.delimiter", "_"),
+        ],
+        &mut r,
+    );
+    assert_eq!(
+        json_of(r.value_schema.as_ref(), &r.value),
+        r#"{"schema":{"type":"struct","fields":[{"type":"int32","optional":false,"field":"id"},{"type":"string","optional":true,"field":"address_city"}],"optional":false},"payload":{"id":1,"address_city":null}}"#
+    );
+}
