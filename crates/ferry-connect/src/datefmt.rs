@@ -152,9 +152,172 @@ impl DatePattern {
     }
 }
 
+impl DatePattern {
+    /// Text in this pattern as milliseconds since the epoch (UTC, unless the text carries an
+    /// offset); the error says what did not match.
+    pub fn parse_text(&self, text: &str) -> Result<i64> {
+        let bad = |why: String| {
+            ConnectError::data(format!("{text:?} does not match the date pattern: {why}"))
+        };
+        let chars: Vec<char> = text.chars().collect();
+        let mut at = 0;
+        let (mut year, mut month, mut day) = (1970i64, 1u32, 1u32);
+        let (mut hour, mut minute, mut second, mut milli) = (0i64, 0i64, 0i64, 0i64);
+        let mut pm: Option<bool> = None;
+        let mut offset_minutes = 0i64;
+        let number = |at: &mut usize, max: usize| -> Result<i64> {
+            let start = *at;
+            let signed = chars.get(*at) == Some(&'-');
+            if signed {
+                *at += 1;
+            }
+            while *at < chars.len() && *at - start < max && chars[*at].is_ascii_digit() {
+                *at += 1;
+            }
+            let digits: String = chars[start..*at].iter().collect();
+            digits
+                .parse()
+                .map_err(|_| bad(format!("expected a number at position {start}")))
+        };
+        for (i, piece) in self.pieces.iter().enumerate() {
+            // A field followed by another field is read at its exact width.
+            let next_is_field = matches!(self.pieces.get(i + 1), Some(Piece::Field(..)));
+            match piece {
+                Piece::Literal(lit) => {
+                    for c in lit.chars() {
+                        if chars.get(at) != Some(&c) {
+                            return Err(bad(format!("expected {lit:?} at position {at}")));
+                        }
+                        at += 1;
+                    }
+                }
+                Piece::Field(c, n) => {
+                    let width = if next_is_field { *n } else { usize::MAX };
+                    match c {
+                        'y' | 'Y' => {
+                            let v = number(&mut at, width.max(if *n == 2 { 2 } else { 1 }))?;
+                            year = if *n == 2 && v < 100 { 2000 + v } else { v };
+                        }
+                        'M' | 'L' if *n >= 3 => {
+                            let rest: String = chars[at..].iter().collect();
+                            let found = MONTHS.iter().enumerate().find_map(|(i, m)| {
+                                let name = if *n == 3 { &m[..3] } else { m };
+                                rest.starts_with(name).then_some((i, name.len()))
+                            });
+                            let (i, len) = found.ok_or_else(|| {
+                                bad(format!("expected a month name at position {at}"))
+                            })?;
+                            month = i as u32 + 1;
+                            at += len;
+                        }
+                        'M' | 'L' => month = number(&mut at, width)? as u32,
+                        'd' => day = number(&mut at, width)? as u32,
+                        'H' | 'k' => hour = number(&mut at, width)? % 24,
+                        'h' | 'K' => hour = number(&mut at, width)? % 12,
+                        'm' => minute = number(&mut at, width)?,
+                        's' => second = number(&mut at, width)?,
+                        'S' => milli = number(&mut at, width)?,
+                        'a' => {
+                            let rest: String = chars[at..].iter().take(2).collect();
+                            pm = Some(match rest.as_str() {
+                                "AM" | "am" => false,
+                                "PM" | "pm" => true,
+                                _ => {
+                                    return Err(bad(format!("expected AM or PM at position {at}")))
+                                }
+                            });
+                            at += 2;
+                        }
+                        'E' => {
+                            while chars.get(at).is_some_and(|c| c.is_alphabetic()) {
+                                at += 1;
+                            }
+                        }
+                        'z' => {
+                            let rest: String = chars[at..].iter().collect();
+                            let name = ["UTC", "GMT", "Z"]
+                                .into_iter()
+                                .find(|z| rest.starts_with(z));
+                            at += name
+                                .ok_or_else(|| bad(format!("expected UTC at position {at}")))?
+                                .len();
+                        }
+                        'Z' | 'X' => {
+                            if chars.get(at) == Some(&'Z') {
+                                at += 1;
+                            } else {
+                                let sign = match chars.get(at) {
+                                    Some('+') => 1,
+                                    Some('-') => -1,
+                                    _ => {
+                                        return Err(bad(format!(
+                                            "expected an offset at position {at}"
+                                        )))
+                                    }
+                                };
+                                at += 1;
+                                let hh = number(&mut at, 2)?;
+                                if chars.get(at) == Some(&':') {
+                                    at += 1;
+                                }
+                                let mm = if chars.get(at).is_some_and(|c| c.is_ascii_digit()) {
+                                    number(&mut at, 2)?
+                                } else {
+                                    0
+                                };
+                                offset_minutes = sign * (hh * 60 + mm);
+                            }
+                        }
+                        other => {
+                            return Err(bad(format!("pattern letter {other:?} cannot be parsed")))
+                        }
+                    }
+                }
+            }
+        }
+        if at != chars.len() {
+            return Err(bad(format!("unexpected text at position {at}")));
+        }
+        if pm == Some(true) {
+            hour += 12;
+        }
+        if !(1..=12).contains(&month) || !(1..=31).contains(&day) || minute > 59 || second > 59 {
+            return Err(bad("a field is out of range".into()));
+        }
+        let days = crate::logical::days_from_civil(year, month, day);
+        Ok(
+            days * MILLIS_PER_DAY + ((hour * 60 + minute) * 60 + second) * 1000 + milli
+                - offset_minutes * 60_000,
+        )
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn text_parses_back_to_the_same_instant() {
+        let t = 1_700_000_000_042;
+        for pattern in [
+            "yyyy-MM-dd'T'HH:mm:ss.SSS'Z'",
+            "yyyyMMddHHmmssSSS",
+            "EEE, d MMM yyyy HH:mm:ss.SSS Z",
+            "dd/MM/yyyy hh:mm:ss.SSS a",
+        ] {
+            let p = DatePattern::parse(pattern).expect(pattern);
+            assert_eq!(p.parse_text(&p.format(t)).expect(pattern), t, "{pattern}");
+        }
+        let p = DatePattern::parse("yyyy-MM-dd HH:mm:ssXXX").expect("pattern");
+        assert_eq!(
+            p.parse_text("2023-11-15 07:13:20+09:00").expect("offset"),
+            1_700_000_000_000
+        );
+        let day = DatePattern::parse("yyyy-MM-dd").expect("pattern");
+        assert!(day.parse_text("2023-13-01").is_err());
+        assert!(day.parse_text("2023-11-14x").is_err());
+        assert!(day.parse_text("Nov 14").is_err());
+    }
 
     #[test]
     fn patterns_format_as_simple_date_format_does_in_utc() {

@@ -17,6 +17,7 @@ mod fields;
 mod headers;
 mod predicate;
 mod route;
+mod timestamp;
 
 #[cfg(test)]
 mod tests;
@@ -173,6 +174,7 @@ pub fn classes() -> Vec<TransformClass> {
     all.extend(cast::classes());
     all.extend(headers::classes());
     all.extend(route::classes());
+    all.extend(timestamp::classes());
     all.push(TransformClass {
         class: "org.apache.kafka.connect.transforms.Filter",
         config: Vec::new,

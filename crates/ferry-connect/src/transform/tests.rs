@@ -889,3 +889,109 @@ fn flatten_nested_structs_and_maps() {
         r#"{"schema":{"type":"struct","fields":[{"type":"int32","optional":false,"field":"id"},{"type":"string","optional":true,"field":"address_city"}],"optional":false},"payload":{"id":1,"address_city":null}}"#
     );
 }
+
+#[test]
+fn timestamp_converter_between_text_unix_and_logical_types() {
+    // Kafka's documented example: a string field in "yyyy-MM-dd" to a Timestamp.
+    let convert = |spec: &[(&str, &str)], record: &mut SinkRecord| {
+        let mut pairs = vec![
+            ("transforms", "ts"),
+            ("transforms.ts.type", "TimestampConverter$Value"),
+        ];
+        pairs.extend(spec.iter().map(|(k, v)| (*k, *v)));
+        run(&pairs, record)
+    };
+    let mut r = sink(
+        "t",
+        None,
+        map(&[("when", Value::String("2023-11-14".into()))]),
+    );
+    convert(
+        &[
+            ("transforms.ts.field", "when"),
+            ("transforms.ts.target.type", "Timestamp"),
+            ("transforms.ts.format", "yyyy-MM-dd"),
+        ],
+        &mut r,
+    );
+    assert_eq!(
+        r.value,
+        map(&[("when", Value::Timestamp(1_699_920_000_000))])
+    );
+    // The whole value: unix seconds to text.
+    let mut r = sink(
+        "t",
+        Some(Arc::new(Schema::of(SchemaType::Int64))),
+        Value::Int64(1_700_000_000),
+    );
+    convert(
+        &[
+            ("transforms.ts.target.type", "string"),
+            ("transforms.ts.format", "yyyy-MM-dd'T'HH:mm:ss'Z'"),
+            ("transforms.ts.unix.precision", "seconds"),
+        ],
+        &mut r,
+    );
+    assert_eq!(r.value, Value::String("2023-11-14T22:13:20Z".into()));
+    assert_eq!(r.value_schema.map(|s| s.ty), Some(SchemaType::String));
+    // A Timestamp field to Date and to unix microseconds, with a schema.
+    let schema = Arc::new(Schema::structure(vec![(
+        "at",
+        crate::logical::timestamp_schema(),
+    )]));
+    let mut s = Struct::new(schema.clone()).expect("struct");
+    s.put("at", Value::Timestamp(1_700_000_000_042))
+        .expect("at");
+    let mut r = sink("t", Some(schema.clone()), Value::Struct(s.clone()));
+    convert(
+        &[
+            ("transforms.ts.field", "at"),
+            ("transforms.ts.target.type", "Date"),
+        ],
+        &mut r,
+    );
+    assert_eq!(
+        json_of(r.value_schema.as_ref(), &r.value),
+        r#"{"schema":{"type":"struct","fields":[{"type":"int32","optional":false,"name":"org.apache.kafka.connect.data.Date","version":1,"field":"at"}],"optional":false},"payload":{"at":19675}}"#
+    );
+    let mut r = sink("t", Some(schema), Value::Struct(s));
+    convert(
+        &[
+            ("transforms.ts.field", "at"),
+            ("transforms.ts.target.type", "unix"),
+            ("transforms.ts.unix.precision", "microseconds"),
+        ],
+        &mut r,
+    );
+    let Value::Struct(out) = &r.value else {
+        panic!("struct")
+    };
+    assert_eq!(out.get("at"), Some(&Value::Int64(1_700_000_000_042_000)));
+    // Text that does not match the format names the field.
+    let err = Chain::from_config(&config(&[
+        ("transforms", "ts"),
+        ("transforms.ts.type", "TimestampConverter$Value"),
+        ("transforms.ts.field", "when"),
+        ("transforms.ts.target.type", "Timestamp"),
+        ("transforms.ts.format", "yyyy-MM-dd"),
+    ]))
+    .expect("valid")
+    .apply(&mut sink(
+        "t",
+        None,
+        map(&[("when", Value::String("yesterday".into()))]),
+    ))
+    .expect_err("not a date");
+    assert!(err.to_string().contains("field when"), "{err}");
+    let err = Chain::from_config(&config(&[
+        ("transforms", "ts"),
+        ("transforms.ts.type", "TimestampConverter$Value"),
+        ("transforms.ts.target.type", "string"),
+    ]))
+    .err()
+    .expect("string needs a format");
+    assert!(
+        err.to_string().starts_with("transforms.ts.format:"),
+        "{err}"
+    );
+}
