@@ -272,6 +272,22 @@ fn valid_regex(value: &str) -> Result<(), String> {
         .map_err(|e| format!("not a valid regular expression: {e}"))
 }
 
+/// A boolean property, or `default` when absent; the error names the property.
+pub fn flag(
+    props: &std::collections::BTreeMap<String, String>,
+    key: &str,
+    default: bool,
+) -> crate::Result<bool> {
+    match props.get(key).map(|v| v.trim().to_ascii_lowercase()) {
+        None => Ok(default),
+        Some(v) if v == "true" => Ok(true),
+        Some(v) if v == "false" => Ok(false),
+        Some(v) => Err(crate::ConnectError::fatal(format!(
+            "{key}: expected true or false, got {v:?}"
+        ))),
+    }
+}
+
 /// A required property of a (validated) config; the error names it.
 pub fn required<'a>(
     props: &'a std::collections::BTreeMap<String, String>,

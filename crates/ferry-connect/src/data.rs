@@ -34,6 +34,25 @@ pub enum SchemaType {
 }
 
 impl SchemaType {
+    /// Whether `value` is of this type (its shape only: elements, entries and fields aside).
+    pub fn holds(self, value: &Value) -> bool {
+        matches!(
+            (self, value),
+            (SchemaType::Int8, Value::Int8(_))
+                | (SchemaType::Int16, Value::Int16(_))
+                | (SchemaType::Int32, Value::Int32(_))
+                | (SchemaType::Int64, Value::Int64(_))
+                | (SchemaType::Float32, Value::Float32(_))
+                | (SchemaType::Float64, Value::Float64(_))
+                | (SchemaType::Boolean, Value::Boolean(_))
+                | (SchemaType::String, Value::String(_))
+                | (SchemaType::Bytes, Value::Bytes(_))
+                | (SchemaType::Array, Value::Array(_))
+                | (SchemaType::Map, Value::Map(_))
+                | (SchemaType::Struct, Value::Struct(_))
+        )
+    }
+
     /// Kafka Connect's name of the type (`Schema.Type.getName()`).
     pub fn name(self) -> &'static str {
         match self {
@@ -209,15 +228,18 @@ impl Schema {
                 "invalid value: null for a required {} schema",
                 self.ty.name()
             ))),
-            (SchemaType::Int8, Value::Int8(_))
-            | (SchemaType::Int16, Value::Int16(_))
-            | (SchemaType::Int32, Value::Int32(_))
-            | (SchemaType::Int64, Value::Int64(_))
-            | (SchemaType::Float32, Value::Float32(_))
-            | (SchemaType::Float64, Value::Float64(_))
-            | (SchemaType::Boolean, Value::Boolean(_))
-            | (SchemaType::String, Value::String(_))
-            | (SchemaType::Bytes, Value::Bytes(_)) => Ok(()),
+            (
+                SchemaType::Int8
+                | SchemaType::Int16
+                | SchemaType::Int32
+                | SchemaType::Int64
+                | SchemaType::Float32
+                | SchemaType::Float64
+                | SchemaType::Boolean
+                | SchemaType::String
+                | SchemaType::Bytes,
+                v,
+            ) if self.ty.holds(v) => Ok(()),
             (SchemaType::Array, Value::Array(items)) => match &self.value_schema {
                 Some(element) => items.iter().try_for_each(|v| element.validate(v)),
                 None => Err(mismatch()),

@@ -504,7 +504,7 @@ properties = { "security.protocol" = "plaintext" }
                 format!(
                     "{GOOD}\n[worker.converters]\n\"value.converter\" = \"JsonConverter\"\n\"value.converter.schemas.enable\" = \"sometimes\"\n"
                 ),
-                "schemas.enable must be true or false",
+                "schemas.enable: expected true or false",
             ),
             (
                 "managed kafka property",

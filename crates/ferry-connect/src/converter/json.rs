@@ -10,6 +10,7 @@ use std::sync::Arc;
 use base64::Engine;
 use serde_json::Value as J;
 
+use crate::config::flag;
 use crate::data::{Schema, SchemaAndValue, SchemaType, Struct, Value};
 use crate::error::{ConnectError, Result};
 use crate::logical::{Decimal, Logical};
@@ -47,21 +48,12 @@ impl Default for JsonConverter {
     }
 }
 
-fn flag(props: &BTreeMap<String, String>, key: &str, default: bool) -> Result<bool> {
-    match props.get(key).map(|v| v.trim().to_ascii_lowercase()) {
-        None => Ok(default),
-        Some(v) if v == "true" => Ok(true),
-        Some(v) if v == "false" => Ok(false),
-        Some(v) => Err(ConnectError::fatal(format!(
-            "JsonConverter: {key} must be true or false, got {v:?}"
-        ))),
-    }
-}
-
 impl JsonConverter {
     /// From the converter's own properties (`value.converter.schemas.enable` arrives as
     /// `schemas.enable`).
     pub fn configure(props: &BTreeMap<String, String>) -> Result<Self> {
+        let in_json =
+            |e: ConnectError| ConnectError::fatal(format!("JsonConverter: {}", e.message));
         let decimal = match props
             .get("decimal.format")
             .map(|v| v.trim().to_ascii_uppercase())
@@ -76,9 +68,10 @@ impl JsonConverter {
             }
         };
         Ok(JsonConverter {
-            schemas: flag(props, "schemas.enable", true)?,
+            schemas: flag(props, "schemas.enable", true).map_err(in_json)?,
             decimal,
-            replace_null_with_default: flag(props, "replace.null.with.default", true)?,
+            replace_null_with_default: flag(props, "replace.null.with.default", true)
+                .map_err(in_json)?,
         })
     }
 
@@ -239,7 +232,7 @@ impl JsonConverter {
             }
             _ => {
                 if let Some(s) = schema {
-                    if !fits(s.ty, value) {
+                    if !s.ty.holds(value) {
                         return Err(mismatch(s));
                     }
                 }
@@ -694,24 +687,6 @@ fn schemaless(json: &J) -> Value {
                 .collect(),
         ),
     }
-}
-
-fn fits(ty: SchemaType, value: &Value) -> bool {
-    matches!(
-        (ty, value),
-        (SchemaType::Int8, Value::Int8(_))
-            | (SchemaType::Int16, Value::Int16(_))
-            | (SchemaType::Int32, Value::Int32(_))
-            | (SchemaType::Int64, Value::Int64(_))
-            | (SchemaType::Float32, Value::Float32(_))
-            | (SchemaType::Float64, Value::Float64(_))
-            | (SchemaType::Boolean, Value::Boolean(_))
-            | (SchemaType::String, Value::String(_))
-            | (SchemaType::Bytes, Value::Bytes(_))
-            | (SchemaType::Array, Value::Array(_))
-            | (SchemaType::Map, Value::Map(_))
-            | (SchemaType::Struct, Value::Struct(_))
-    )
 }
 
 fn element_schema(schema: &Schema) -> Result<&Schema> {

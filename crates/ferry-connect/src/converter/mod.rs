@@ -154,16 +154,25 @@ fn configured(
     connector: &BTreeMap<String, String>,
     worker: &BTreeMap<String, String>,
 ) -> Result<Box<dyn Converter>> {
+    chosen(prefix, DEFAULT_CONVERTER, connector, worker, converter)
+}
+
+/// Kafka Connect's rule: the converter the connector names, with its settings, else the
+/// worker's with the worker's, else `default`; built by `build`, the error naming `prefix`.
+fn chosen<T>(
+    prefix: &str,
+    default: &str,
+    connector: &BTreeMap<String, String>,
+    worker: &BTreeMap<String, String>,
+    build: fn(&str, &BTreeMap<String, String>) -> Result<T>,
+) -> Result<T> {
     let source = if connector.contains_key(prefix) {
         connector
     } else {
         worker
     };
-    let class = source
-        .get(prefix)
-        .map(String::as_str)
-        .unwrap_or(DEFAULT_CONVERTER);
-    converter(class, &own_settings(source, prefix))
+    let class = source.get(prefix).map(String::as_str).unwrap_or(default);
+    build(class, &own_settings(source, prefix))
         .map_err(|e| ConnectError::fatal(format!("{prefix}: {}", e.message)))
 }
 
@@ -173,18 +182,13 @@ pub fn headers(
     connector: &BTreeMap<String, String>,
     worker: &BTreeMap<String, String>,
 ) -> Result<Box<dyn HeaderConverter>> {
-    let prefix = "header.converter";
-    let source = if connector.contains_key(prefix) {
-        connector
-    } else {
-        worker
-    };
-    let class = source
-        .get(prefix)
-        .map(String::as_str)
-        .unwrap_or(SIMPLE_HEADER_CONVERTER);
-    header_converter(class, &own_settings(source, prefix))
-        .map_err(|e| ConnectError::fatal(format!("{prefix}: {}", e.message)))
+    chosen(
+        "header.converter",
+        SIMPLE_HEADER_CONVERTER,
+        connector,
+        worker,
+        header_converter,
+    )
 }
 
 /// A converter's own settings: the properties under `prefix.`, without it.

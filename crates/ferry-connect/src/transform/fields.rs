@@ -169,48 +169,59 @@ fn extract_config() -> ConfigDef {
         .validator(non_empty)]
 }
 
-/// `ExtractField`: the key (or value) becomes one of its fields.
-struct ExtractField {
+/// The part and the one field of ExtractField and HoistField.
+struct OneField {
     part: Part,
     field: String,
 }
 
-impl ExtractField {
-    fn build(props: &Props, part: Part) -> Result<Box<dyn Transformation>> {
-        Ok(Box::new(ExtractField {
+impl OneField {
+    fn of(props: &Props, part: Part) -> Self {
+        OneField {
             part,
             field: prop(props, "field", "").trim().to_string(),
-        }))
+        }
+    }
+}
+
+/// `ExtractField`: the key (or value) becomes one of its fields.
+struct ExtractField(OneField);
+
+impl ExtractField {
+    fn build(props: &Props, part: Part) -> Result<Box<dyn Transformation>> {
+        Ok(Box::new(ExtractField(OneField::of(props, part))))
     }
 }
 
 impl Transformation for ExtractField {
     fn apply(&self, record: &mut dyn ConnectRecord) -> Result<Applied> {
-        let (schema, value) = self.part.get(record);
+        let (schema, value) = self.0.part.get(record);
         match schema {
             Some(schema) => {
-                let field = schema
-                    .field(&self.field)
-                    .ok_or_else(|| ConnectError::data(format!("unknown field: {}", self.field)))?;
+                let field = schema.field(&self.0.field).ok_or_else(|| {
+                    ConnectError::data(format!("unknown field: {}", self.0.field))
+                })?;
                 let extracted = if value.is_null() {
                     Value::Null
                 } else {
                     require_struct(&value, "field extraction")?
-                        .get(&self.field)
+                        .get(&self.0.field)
                         .cloned()
                         .unwrap_or(Value::Null)
                 };
-                self.part.set(record, Some(field.schema.clone()), extracted);
+                self.0
+                    .part
+                    .set(record, Some(field.schema.clone()), extracted);
             }
             None => {
                 let extracted = if value.is_null() {
                     Value::Null
                 } else {
-                    map_get(require_map(&value, "field extraction")?, &self.field)
+                    map_get(require_map(&value, "field extraction")?, &self.0.field)
                         .cloned()
                         .unwrap_or(Value::Null)
                 };
-                self.part.set(record, None, extracted);
+                self.0.part.set(record, None, extracted);
             }
         }
         Ok(Applied::Keep)
@@ -633,33 +644,27 @@ fn hoist_config() -> ConfigDef {
 }
 
 /// `HoistField`: wraps the key (or value) in a struct (or map) of one field.
-struct HoistField {
-    part: Part,
-    field: String,
-}
+struct HoistField(OneField);
 
 impl HoistField {
     fn build(props: &Props, part: Part) -> Result<Box<dyn Transformation>> {
-        Ok(Box::new(HoistField {
-            part,
-            field: prop(props, "field", "").trim().to_string(),
-        }))
+        Ok(Box::new(HoistField(OneField::of(props, part))))
     }
 }
 
 impl Transformation for HoistField {
     fn apply(&self, record: &mut dyn ConnectRecord) -> Result<Applied> {
-        let (schema, value) = self.part.get(record);
+        let (schema, value) = self.0.part.get(record);
         match schema {
             Some(schema) => {
-                let wrapper = Arc::new(struct_schema(vec![(self.field.clone(), schema)], None));
+                let wrapper = Arc::new(struct_schema(vec![(self.0.field.clone(), schema)], None));
                 let mut s = Struct::new(wrapper.clone())?;
-                s.put(&self.field, value)?;
-                self.part.set(record, Some(wrapper), Value::Struct(s));
+                s.put(&self.0.field, value)?;
+                self.0.part.set(record, Some(wrapper), Value::Struct(s));
             }
             None => {
-                let map = Value::Map(vec![(Value::String(self.field.clone()), value)]);
-                self.part.set(record, None, map);
+                let map = Value::Map(vec![(Value::String(self.0.field.clone()), value)]);
+                self.0.part.set(record, None, map);
             }
         }
         Ok(Applied::Keep)

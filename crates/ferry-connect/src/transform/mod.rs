@@ -247,7 +247,7 @@ impl Chain {
                             "{prefix}predicate: {name:?} is not listed in predicates"
                         ))
                     })?;
-                    let negate = parse_bool(config, &format!("{prefix}negate"), false)?;
+                    let negate = crate::config::flag(config, &format!("{prefix}negate"), false)?;
                     Some((p.clone(), negate))
                 }
             };
@@ -360,17 +360,6 @@ fn prefixed(prefix: &str, e: ConnectError) -> ConnectError {
     ConnectError {
         message: format!("{prefix}{}", e.message),
         ..e
-    }
-}
-
-fn parse_bool(config: &BTreeMap<String, String>, key: &str, default: bool) -> Result<bool> {
-    match config.get(key).map(|v| v.trim().to_ascii_lowercase()) {
-        None => Ok(default),
-        Some(v) if v == "true" => Ok(true),
-        Some(v) if v == "false" => Ok(false),
-        Some(v) => Err(ConnectError::fatal(format!(
-            "{key}: expected true or false, got {v:?}"
-        ))),
     }
 }
 
