@@ -21,6 +21,7 @@ unit:
 	$(CARGO) test --workspace --exclude ferry-tests --locked
 
 e2e: build
+	./scripts/testbed/python.sh
 	$(CARGO) test -p ferry-tests --locked -- --test-threads=1 --nocapture
 
 run:

@@ -156,6 +156,12 @@ pub fn non_empty(value: &str) -> Result<(), String> {
 
 /// The properties every connector has (Kafka Connect's `ConnectorConfig`).
 pub fn connector_common() -> ConfigDef {
+    let mut def = connector_own();
+    def.extend(crate::errors::connector_config());
+    def
+}
+
+fn connector_own() -> ConfigDef {
     vec![
         ConfigKey::new(
             "name",
@@ -249,6 +255,12 @@ fn known_converter(value: &str) -> Result<(), String> {
 
 /// The properties every sink connector has (Kafka Connect's `SinkConnectorConfig`).
 pub fn sink_common() -> ConfigDef {
+    let mut def = sink_own();
+    def.extend(crate::errors::sink_config());
+    def
+}
+
+fn sink_own() -> ConfigDef {
     vec![
         ConfigKey::new(
             "topics",

@@ -7,6 +7,7 @@ pub mod converter;
 pub mod data;
 pub mod datefmt;
 pub mod error;
+pub mod errors;
 pub mod logical;
 pub mod plugin;
 pub mod record;

@@ -3,6 +3,7 @@
 //! carrying the task's generation so that a stale run is fenced.
 
 mod connector;
+mod dlq;
 pub mod kafka;
 pub mod lease;
 pub mod runtime;

@@ -18,11 +18,14 @@ use rdkafka::{Offset, TopicPartitionList};
 use tokio::sync::watch;
 use tracing::{debug, info, instrument, warn};
 
+use crate::dlq::DeadLetters;
 use crate::unit::{
     converters, header_converter, lifecycle, stopped, Failure, RaftCommitter, UnitCtx,
 };
 use ferry_connect::converter::HeaderConverter;
+use ferry_connect::errors::{ErrorSettings, FailureContext, Tolerance};
 use ferry_connect::transform::{Applied, Chain};
+use ferry_connect::Stage;
 
 /// Most records handed to one `put` (Kafka Connect's `max.poll.records` default).
 const MAX_BATCH: usize = 500;
@@ -44,6 +47,10 @@ struct SinkLoop {
     value: Box<dyn Converter>,
     headers: Box<dyn HeaderConverter>,
     transforms: Chain,
+    errors: ErrorSettings,
+    dead_letters: Option<DeadLetters>,
+    /// The converter classes, for error reports: key, value, header.
+    classes: [String; 3],
     /// Next offset to consume, per partition, as far as `put` has gone.
     next: HashMap<TopicPartition, i64>,
     committed: HashMap<TopicPartition, i64>,
@@ -66,6 +73,15 @@ impl SinkLoop {
         let (key, value) = converters(&ctx)?;
         let headers = header_converter(&ctx)?;
         let transforms = Chain::from_config(&ctx.connector_config)?;
+        let errors = ErrorSettings::from_config(&ctx.connector_config)?;
+        let dead_letters = DeadLetters::open(&errors, &kafka).await?;
+        let classes = ["key.converter", "value.converter", "header.converter"].map(|prefix| {
+            ferry_connect::converter::class_of(
+                prefix,
+                &ctx.connector_config,
+                &ctx.settings.converters,
+            )
+        });
         let mut task = factory(&ctx.task_config)?;
         task.start(SinkTaskContext {
             connector: ctx.name.clone(),
@@ -119,18 +135,35 @@ impl SinkLoop {
             value,
             headers,
             transforms,
+            errors,
+            dead_letters,
+            classes,
             next: committed.clone(),
             committed,
         })
     }
 
-    fn record(&self, msg: &BorrowedMessage<'_>) -> Result<SinkRecord, ConnectError> {
+    /// A consumed message as a record; a failure says in which stage and which class.
+    fn record(
+        &self,
+        msg: &BorrowedMessage<'_>,
+    ) -> Result<SinkRecord, (Stage, String, ConnectError)> {
         let topic = msg.topic();
-        let key = self.key.decode(topic, msg.key())?;
-        let value = self.value.decode(topic, msg.payload())?;
+        let [key_class, value_class, header_class] = &self.classes;
+        let key = self
+            .key
+            .decode(topic, msg.key())
+            .map_err(|e| (Stage::KeyConverter, key_class.clone(), e))?;
+        let value = self
+            .value
+            .decode(topic, msg.payload())
+            .map_err(|e| (Stage::ValueConverter, value_class.clone(), e))?;
         let mut headers = Vec::new();
         for h in msg.headers().iter().flat_map(|hs| hs.iter()) {
-            let sv = self.headers.decode(topic, h.key, h.value)?;
+            let sv = self
+                .headers
+                .decode(topic, h.key, h.value)
+                .map_err(|e| (Stage::HeaderConverter, header_class.clone(), e))?;
             headers.push(Header {
                 key: h.key.to_string(),
                 schema: sv.schema,
@@ -153,13 +186,66 @@ impl SinkLoop {
     /// Convert and transform a consumed message: the record for `put`, unless a transform
     /// dropped it.
     fn take(&self, msg: &BorrowedMessage<'_>, batch: &mut Batch) -> Result<(), Failure> {
-        let mut record = self.record(msg)?;
         batch.consumed.push((
             TopicPartition::new(msg.topic(), msg.partition()),
             msg.offset(),
         ));
-        if self.transforms.apply(&mut record)? == Applied::Keep {
-            batch.records.push(record);
+        let transformed =
+            self.record(msg)
+                .and_then(|mut record| match self.transforms.run(&mut record) {
+                    Ok(applied) => Ok((applied, record)),
+                    Err((class, e)) => Err((Stage::Transformation, class.to_string(), e)),
+                });
+        match transformed {
+            Ok((Applied::Keep, record)) => batch.records.push(record),
+            Ok((Applied::Drop, _)) => {}
+            Err((stage, class, error)) => self.failed(msg, stage, class, error)?,
+        }
+        Ok(())
+    }
+
+    /// A record that failed conversion or a transform: with `errors.tolerance=all` it is
+    /// logged and dead-lettered as configured, and skipped; otherwise it fails the task.
+    fn failed(
+        &self,
+        msg: &BorrowedMessage<'_>,
+        stage: Stage,
+        class_name: String,
+        error: ConnectError,
+    ) -> Result<(), Failure> {
+        let ctx = FailureContext {
+            topic: msg.topic().to_string(),
+            partition: msg.partition(),
+            offset: msg.offset(),
+            connector: self.ctx.name.clone(),
+            task: self.ctx.task.unwrap_or_default(),
+            stage,
+            class_name,
+        };
+        if self.errors.tolerance == Tolerance::None {
+            return Err(ConnectError {
+                message: format!(
+                    "{} failed on the record at {}-{} offset {}: {} (errors.tolerance=none)",
+                    stage.as_str(),
+                    ctx.topic,
+                    ctx.partition,
+                    ctx.offset,
+                    error.message
+                ),
+                ..error
+            }
+            .into());
+        }
+        if self.errors.log {
+            let lossy = |b: Option<&[u8]>| b.map(|b| String::from_utf8_lossy(b).into_owned());
+            if self.errors.log_messages {
+                warn!(task = %self.ctx.label(), stage = stage.as_str(), topic = %ctx.topic, partition = ctx.partition, offset = ctx.offset, key = ?lossy(msg.key()), value = ?lossy(msg.payload()), error = %error, "error tolerated: record skipped");
+            } else {
+                warn!(task = %self.ctx.label(), stage = stage.as_str(), topic = %ctx.topic, partition = ctx.partition, offset = ctx.offset, error = %error, "error tolerated: record skipped");
+            }
+        }
+        if let Some(dlq) = &self.dead_letters {
+            dlq.send(msg, &ctx, &error)?;
         }
         Ok(())
     }
@@ -197,6 +283,10 @@ impl SinkLoop {
     async fn commit(&mut self) -> Result<(), Failure> {
         if self.next == self.committed {
             return Ok(());
+        }
+        // The records skipped since the last commit are in the DLQ before their offsets move.
+        if let Some(dlq) = &self.dead_letters {
+            dlq.flush().await?;
         }
         let allowed = self.task.pre_commit(&self.next).await?;
         let offsets: Vec<SinkOffset> = allowed

@@ -191,6 +191,21 @@ pub fn headers(
     )
 }
 
+/// The class of the converter configured under `prefix` (`key.converter`, `value.converter`,
+/// `header.converter`) by Kafka Connect's rule: for error reports.
+pub fn class_of(
+    prefix: &str,
+    connector: &BTreeMap<String, String>,
+    worker: &BTreeMap<String, String>,
+) -> String {
+    let given = connector.get(prefix).or_else(|| worker.get(prefix));
+    match given {
+        Some(class) => resolve(class).map_or_else(|| class.trim().to_string(), str::to_string),
+        None if prefix == "header.converter" => SIMPLE_HEADER_CONVERTER.to_string(),
+        None => DEFAULT_CONVERTER.to_string(),
+    }
+}
+
 /// A converter's own settings: the properties under `prefix.`, without it.
 fn own_settings(source: &BTreeMap<String, String>, prefix: &str) -> BTreeMap<String, String> {
     source

@@ -204,6 +204,7 @@ impl Transformation for Filter {
 /// One step of a chain: a transform and the predicate it is conditional on.
 struct Step {
     alias: String,
+    class: &'static str,
     transform: Box<dyn Transformation>,
     predicate: Option<(Arc<dyn Predicate>, bool)>,
 }
@@ -258,6 +259,7 @@ impl Chain {
             }
             steps.push(Step {
                 alias,
+                class: class.class,
                 transform,
                 predicate,
             });
@@ -272,15 +274,23 @@ impl Chain {
     /// Run the chain on a record; `Drop` if a transform dropped it. The error names the
     /// transform that failed.
     pub fn apply(&self, record: &mut dyn ConnectRecord) -> Result<Applied> {
+        self.run(record).map_err(|(_, e)| e)
+    }
+
+    /// As [`Chain::apply`], with the class of the transform that failed.
+    pub fn run(
+        &self,
+        record: &mut dyn ConnectRecord,
+    ) -> std::result::Result<Applied, (&'static str, ConnectError)> {
         for step in &self.steps {
             if let Some((predicate, negate)) = &step.predicate {
                 if predicate.test(record) == *negate {
                     continue;
                 }
             }
-            let applied = step.transform.apply(record).map_err(|e| ConnectError {
-                message: format!("transform {}: {}", step.alias, e.message),
-                ..e
+            let applied = step.transform.apply(record).map_err(|e| {
+                let message = format!("transform {}: {}", step.alias, e.message);
+                (step.class, ConnectError { message, ..e })
             })?;
             if applied == Applied::Drop {
                 return Ok(Applied::Drop);

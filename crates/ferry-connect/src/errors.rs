@@ -1,0 +1,392 @@
+//! Error handling the Kafka Connect way: which failures are retried and for how long
+//! (`errors.retry.timeout`, `errors.retry.delay.max.ms`), whether a record that still fails is
+//! tolerated (`errors.tolerance`), logged (`errors.log.*`) and sent to a dead letter queue
+//! (`errors.deadletterqueue.*`) with the `__connect.errors.*` context headers. Pure: the worker
+//! runs the operations, produces to the DLQ and waits.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use crate::config::{flag, ConfigDef, ConfigKey, ConfigType, Importance};
+use crate::error::{ConnectError, Result, Stage};
+
+/// The first retry waits this long; each next one twice as long, up to the configured maximum.
+const FIRST_DELAY: Duration = Duration::from_millis(300);
+
+/// `errors.tolerance`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Tolerance {
+    /// A failure fails the task (the default).
+    None,
+    /// A record that fails is skipped (and logged / dead-lettered as configured).
+    All,
+}
+
+/// A connector's error settings.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ErrorSettings {
+    pub tolerance: Tolerance,
+    /// How long retriable failures are retried; `None`: forever (`-1`).
+    pub retry_timeout: Option<Duration>,
+    pub retry_delay_max: Duration,
+    pub log: bool,
+    pub log_messages: bool,
+    /// The dead letter queue of a sink, if one is set.
+    pub dlq_topic: Option<String>,
+    pub dlq_replication_factor: i32,
+    pub context_headers: bool,
+}
+
+impl Default for ErrorSettings {
+    fn default() -> Self {
+        ErrorSettings {
+            tolerance: Tolerance::None,
+            retry_timeout: Some(Duration::ZERO),
+            retry_delay_max: Duration::from_millis(60_000),
+            log: false,
+            log_messages: false,
+            dlq_topic: None,
+            dlq_replication_factor: 3,
+            context_headers: false,
+        }
+    }
+}
+
+fn number(props: &BTreeMap<String, String>, key: &str, default: i64) -> Result<i64> {
+    match props.get(key) {
+        None => Ok(default),
+        Some(v) => v
+            .trim()
+            .parse()
+            .map_err(|_| ConnectError::fatal(format!("{key}: expected an integer, got {v:?}"))),
+    }
+}
+
+impl ErrorSettings {
+    /// From a connector config; the error names the property.
+    pub fn from_config(config: &BTreeMap<String, String>) -> Result<Self> {
+        let d = ErrorSettings::default();
+        let tolerance = match config
+            .get("errors.tolerance")
+            .map(|v| v.trim().to_ascii_lowercase())
+        {
+            None => Tolerance::None,
+            Some(v) if v == "none" => Tolerance::None,
+            Some(v) if v == "all" => Tolerance::All,
+            Some(v) => {
+                return Err(ConnectError::fatal(format!(
+                    "errors.tolerance: must be none or all, got {v:?}"
+                )))
+            }
+        };
+        let timeout = number(config, "errors.retry.timeout", 0)?;
+        let retry_timeout = match timeout {
+            -1 => None,
+            t if t >= 0 => Some(Duration::from_millis(t as u64)),
+            t => {
+                return Err(ConnectError::fatal(format!(
+                    "errors.retry.timeout: must be -1 (forever) or at least 0, got {t}"
+                )))
+            }
+        };
+        let delay_max = number(config, "errors.retry.delay.max.ms", 60_000)?;
+        if delay_max < 1 {
+            return Err(ConnectError::fatal(format!(
+                "errors.retry.delay.max.ms: must be at least 1, got {delay_max}"
+            )));
+        }
+        let dlq_topic = config
+            .get("errors.deadletterqueue.topic.name")
+            .map(|t| t.trim().to_string())
+            .filter(|t| !t.is_empty());
+        let factor = number(
+            config,
+            "errors.deadletterqueue.topic.replication.factor",
+            i64::from(d.dlq_replication_factor),
+        )?;
+        if !(1..=i64::from(i16::MAX)).contains(&factor) {
+            return Err(ConnectError::fatal(format!(
+                "errors.deadletterqueue.topic.replication.factor: must be from 1 to 32767, got {factor}"
+            )));
+        }
+        Ok(ErrorSettings {
+            tolerance,
+            retry_timeout,
+            retry_delay_max: Duration::from_millis(delay_max as u64),
+            log: flag(config, "errors.log.enable", false)?,
+            log_messages: flag(config, "errors.log.include.messages", false)?,
+            dlq_topic,
+            dlq_replication_factor: factor as i32,
+            context_headers: flag(
+                config,
+                "errors.deadletterqueue.context.headers.enable",
+                false,
+            )?,
+        })
+    }
+
+    /// How long to wait before retry number `attempt` (from 1) of a retriable failure that
+    /// has been failing for `elapsed`; `None`: stop retrying.
+    pub fn next_delay(&self, attempt: u32, elapsed: Duration) -> Option<Duration> {
+        if let Some(timeout) = self.retry_timeout {
+            if elapsed >= timeout {
+                return None;
+            }
+        }
+        let doubled = FIRST_DELAY.saturating_mul(1u32 << attempt.saturating_sub(1).min(20));
+        let delay = doubled.min(self.retry_delay_max);
+        Some(match self.retry_timeout {
+            // Never past the deadline.
+            Some(timeout) => delay.min(timeout - elapsed),
+            None => delay,
+        })
+    }
+}
+
+/// The properties of error handling every connector has.
+pub fn connector_config() -> ConfigDef {
+    vec![
+        ConfigKey::new(
+            "errors.tolerance",
+            ConfigType::String,
+            Importance::Medium,
+            "none: a failing record fails the task; all: it is skipped (logged and dead-lettered as configured).",
+        )
+        .default("none")
+        .validator(|v| match v.trim().to_ascii_lowercase().as_str() {
+            "none" | "all" => Ok(()),
+            other => Err(format!("must be none or all, got {other:?}")),
+        }),
+        ConfigKey::new(
+            "errors.retry.timeout",
+            ConfigType::Long,
+            Importance::Medium,
+            "How long (ms) a retriable failure is retried; 0: not at all, -1: forever.",
+        )
+        .default("0")
+        .validator(|v| crate::config::at_least(-1)(v)),
+        ConfigKey::new(
+            "errors.retry.delay.max.ms",
+            ConfigType::Long,
+            Importance::Medium,
+            "The longest wait (ms) between retries, which start at 300 ms and double.",
+        )
+        .default("60000")
+        .validator(crate::config::positive),
+        ConfigKey::new(
+            "errors.log.enable",
+            ConfigType::Boolean,
+            Importance::Medium,
+            "Log each failure (at WARN) with its stage and record position.",
+        )
+        .default("false"),
+        ConfigKey::new(
+            "errors.log.include.messages",
+            ConfigType::Boolean,
+            Importance::Medium,
+            "Include the record's key and value in that log line.",
+        )
+        .default("false"),
+    ]
+}
+
+/// The properties of the dead letter queue, which sinks have.
+pub fn sink_config() -> ConfigDef {
+    vec![
+        ConfigKey::new(
+            "errors.deadletterqueue.topic.name",
+            ConfigType::String,
+            Importance::Medium,
+            "Topic for the records that failed (with errors.tolerance=all); empty: none.",
+        )
+        .default(""),
+        ConfigKey::new(
+            "errors.deadletterqueue.topic.replication.factor",
+            ConfigType::Int,
+            Importance::Low,
+            "Replication factor of the dead letter queue when Ferry creates it.",
+        )
+        .default("3")
+        .validator(crate::config::positive),
+        ConfigKey::new(
+            "errors.deadletterqueue.context.headers.enable",
+            ConfigType::Boolean,
+            Importance::Low,
+            "Add the __connect.errors.* headers saying where and why the record failed.",
+        )
+        .default("false"),
+    ]
+}
+
+/// Where a failed record came from and why it failed: what the context headers say.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FailureContext {
+    pub topic: String,
+    pub partition: i32,
+    pub offset: i64,
+    pub connector: String,
+    pub task: u32,
+    pub stage: Stage,
+    /// The class that failed (Kafka Connect's: the converter, transform or task class).
+    pub class_name: String,
+}
+
+/// The ten `__connect.errors.*` headers of a dead-lettered record, in Kafka Connect's order.
+pub fn context_headers(ctx: &FailureContext, error: &ConnectError) -> Vec<(String, Vec<u8>)> {
+    let mut trace = format!("{}: {}", error.class, error.message);
+    let mut source = std::error::Error::source(error);
+    while let Some(cause) = source {
+        trace.push_str(&format!("\nCaused by: {cause}"));
+        source = cause.source();
+    }
+    let headers = [
+        ("topic", ctx.topic.clone()),
+        ("partition", ctx.partition.to_string()),
+        ("offset", ctx.offset.to_string()),
+        ("connector.name", ctx.connector.clone()),
+        ("task.id", ctx.task.to_string()),
+        ("stage", ctx.stage.as_str().to_string()),
+        ("class.name", ctx.class_name.clone()),
+        ("exception.class.name", error.class.to_string()),
+        ("exception.message", error.message.clone()),
+        ("exception.stacktrace", trace),
+    ];
+    headers
+        .into_iter()
+        .map(|(k, v)| (format!("__connect.errors.{k}"), v.into_bytes()))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn seed_000_error_settings_are_read() {
+        // Seed 000's sink: tolerate all, a DLQ with context headers, retries for 150 s.
+        let s = ErrorSettings::from_config(&config(&[
+            ("errors.deadletterqueue.topic.name", "test"),
+            ("errors.tolerance", "all"),
+            ("errors.retry.delay.max.ms", "30000"),
+            ("errors.log.enable", "true"),
+            ("errors.deadletterqueue.context.headers.enable", "true"),
+            ("errors.log.include.messages", "true"),
+            ("errors.retry.timeout", "150000"),
+        ]))
+        .expect("valid");
+        assert_eq!(
+            s,
+            ErrorSettings {
+                tolerance: Tolerance::All,
+                retry_timeout: Some(Duration::from_secs(150)),
+                retry_delay_max: Duration::from_secs(30),
+                log: true,
+                log_messages: true,
+                dlq_topic: Some("test".into()),
+                dlq_replication_factor: 3,
+                context_headers: true,
+            }
+        );
+        assert_eq!(
+            ErrorSettings::from_config(&BTreeMap::new()).expect("defaults"),
+            ErrorSettings::default()
+        );
+    }
+
+    #[test]
+    fn bad_error_settings_name_the_property() {
+        for (key, value) in [
+            ("errors.tolerance", "some"),
+            ("errors.retry.timeout", "-2"),
+            ("errors.retry.delay.max.ms", "0"),
+            ("errors.log.enable", "yes"),
+            ("errors.deadletterqueue.topic.replication.factor", "0"),
+        ] {
+            let err = ErrorSettings::from_config(&config(&[(key, value)])).expect_err(key);
+            assert!(err.to_string().starts_with(key), "{err}");
+        }
+    }
+
+    #[test]
+    fn retries_back_off_exponentially_until_the_timeout() {
+        let s = ErrorSettings {
+            retry_timeout: Some(Duration::from_secs(10)),
+            retry_delay_max: Duration::from_secs(2),
+            ..ErrorSettings::default()
+        };
+        let ms = |a, e| {
+            s.next_delay(a, Duration::from_millis(e))
+                .map(|d| d.as_millis())
+        };
+        assert_eq!(ms(1, 0), Some(300));
+        assert_eq!(ms(2, 300), Some(600));
+        assert_eq!(ms(3, 900), Some(1200));
+        assert_eq!(
+            ms(4, 2100),
+            Some(2000),
+            "capped by errors.retry.delay.max.ms"
+        );
+        assert_eq!(ms(9, 9500), Some(500), "never past the deadline");
+        assert_eq!(ms(10, 10_000), None);
+        assert_eq!(
+            ErrorSettings::default().next_delay(1, Duration::ZERO),
+            None,
+            "timeout 0: no retries"
+        );
+        let forever = ErrorSettings {
+            retry_timeout: None,
+            ..s
+        };
+        assert!(forever
+            .next_delay(40, Duration::from_secs(86_400))
+            .is_some());
+    }
+
+    #[test]
+    fn the_ten_context_headers() {
+        let ctx = FailureContext {
+            topic: "dst_table01".into(),
+            partition: 0,
+            offset: 2,
+            connector: "jdbc_sink_postgresql".into(),
+            task: 0,
+            stage: Stage::ValueConverter,
+            class_name: "org.apache.kafka.connect.json.JsonConverter".into(),
+        };
+        let err = ConnectError::data("the data is not valid JSON");
+        let headers: Vec<(String, String)> = context_headers(&ctx, &err)
+            .into_iter()
+            .map(|(k, v)| (k, String::from_utf8(v).expect("utf-8")))
+            .collect();
+        let keys: Vec<&str> = headers.iter().map(|(k, _)| k.as_str()).collect();
+        assert_eq!(
+            keys,
+            [
+                "__connect.errors.topic",
+                "__connect.errors.partition",
+                "__connect.errors.offset",
+                "__connect.errors.connector.name",
+                "__connect.errors.task.id",
+                "__connect.errors.stage",
+                "__connect.errors.class.name",
+                "__connect.errors.exception.class.name",
+                "__connect.errors.exception.message",
+                "__connect.errors.exception.stacktrace",
+            ]
+        );
+        assert_eq!(headers[2].1, "2");
+        assert_eq!(headers[5].1, "VALUE_CONVERTER");
+        assert_eq!(
+            headers[7].1,
+            "org.apache.kafka.connect.errors.DataException"
+        );
+        assert!(headers[9].1.contains("not valid JSON"));
+    }
+}

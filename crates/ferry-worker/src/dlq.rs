@@ -1,0 +1,155 @@
+//! The dead letter queue of a sink task: records that failed (with `errors.tolerance=all`)
+//! are produced, as they were consumed, to `errors.deadletterqueue.topic.name`, with the
+//! `__connect.errors.*` headers if asked. Their offsets are committed only once the DLQ has
+//! them: a record is never both skipped and lost.
+
+use std::sync::Mutex;
+use std::time::Duration;
+
+use ferry_connect::errors::{context_headers, ErrorSettings, FailureContext};
+use ferry_connect::ConnectError;
+use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
+use rdkafka::client::DefaultClientContext;
+use rdkafka::message::{BorrowedMessage, Header as KafkaHeader, Headers, Message, OwnedHeaders};
+use rdkafka::producer::{DeliveryFuture, FutureProducer, FutureRecord};
+use tracing::{info, warn};
+
+use crate::kafka::KafkaSettings;
+
+/// How long creating the DLQ topic may take before Ferry leaves it to auto-creation.
+const CREATE_TIMEOUT: Duration = Duration::from_secs(5);
+
+pub struct DeadLetters {
+    topic: String,
+    context_headers: bool,
+    producer: FutureProducer,
+    in_flight: Mutex<Vec<DeliveryFuture>>,
+}
+
+impl DeadLetters {
+    /// The DLQ of these settings, if they name one; its topic is created if it does not exist.
+    pub async fn open(
+        settings: &ErrorSettings,
+        kafka: &KafkaSettings,
+    ) -> Result<Option<Self>, ConnectError> {
+        let Some(topic) = settings.dlq_topic.clone() else {
+            return Ok(None);
+        };
+        let mut config = kafka.client_config();
+        config.set("enable.idempotence", "true");
+        let producer: FutureProducer = config.create().map_err(|e| {
+            ConnectError::fatal(format!("cannot create the dead letter queue producer: {e}"))
+        })?;
+        let admin: Result<AdminClient<DefaultClientContext>, _> = kafka.client_config().create();
+        match admin {
+            Ok(admin) => {
+                let new = NewTopic::new(
+                    &topic,
+                    1,
+                    TopicReplication::Fixed(settings.dlq_replication_factor),
+                );
+                let options = AdminOptions::new().operation_timeout(Some(CREATE_TIMEOUT));
+                match tokio::time::timeout(CREATE_TIMEOUT, admin.create_topics([&new], &options))
+                    .await
+                {
+                    Ok(Ok(results)) => match results.first() {
+                        Some(Ok(_)) => info!(topic = %topic, "dead letter queue topic created"),
+                        Some(Err((_, rdkafka::types::RDKafkaErrorCode::TopicAlreadyExists))) => {}
+                        Some(Err((_, code))) => {
+                            warn!(topic = %topic, error = %code, "cannot create the dead letter queue topic; leaving it to auto-creation")
+                        }
+                        None => {}
+                    },
+                    Ok(Err(e)) => {
+                        warn!(topic = %topic, error = %e, "cannot create the dead letter queue topic; leaving it to auto-creation")
+                    }
+                    Err(_) => {
+                        warn!(topic = %topic, "creating the dead letter queue topic timed out; leaving it to auto-creation")
+                    }
+                }
+            }
+            Err(e) => {
+                warn!(error = %e, "no admin client for the dead letter queue topic; leaving it to auto-creation")
+            }
+        }
+        Ok(Some(DeadLetters {
+            topic,
+            context_headers: settings.context_headers,
+            producer,
+            in_flight: Mutex::new(Vec::new()),
+        }))
+    }
+
+    /// Send a consumed message that failed, with its key, value and headers as consumed.
+    pub fn send(
+        &self,
+        msg: &BorrowedMessage<'_>,
+        ctx: &FailureContext,
+        error: &ConnectError,
+    ) -> Result<(), ConnectError> {
+        let mut headers = OwnedHeaders::new();
+        if let Some(original) = msg.headers() {
+            for h in original.iter() {
+                headers = headers.insert(KafkaHeader {
+                    key: h.key,
+                    value: h.value,
+                });
+            }
+        }
+        if self.context_headers {
+            for (key, value) in context_headers(ctx, error) {
+                headers = headers.insert(KafkaHeader {
+                    key: &key,
+                    value: Some(&value),
+                });
+            }
+        }
+        let mut record: FutureRecord<'_, [u8], [u8]> =
+            FutureRecord::to(&self.topic).headers(headers);
+        if let Some(k) = msg.key() {
+            record = record.key(k);
+        }
+        if let Some(v) = msg.payload() {
+            record = record.payload(v);
+        }
+        if let Some(ts) = msg.timestamp().to_millis() {
+            record = record.timestamp(ts);
+        }
+        let delivery = self.producer.send_result(record).map_err(|(e, _)| {
+            ConnectError::retriable(format!(
+                "cannot send a failed record to the dead letter queue {}: {e}",
+                self.topic
+            ))
+        })?;
+        self.in_flight
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(delivery);
+        Ok(())
+    }
+
+    /// Wait until every record sent is in the DLQ; an undelivered one fails the task (its
+    /// offset was not committed, so it is consumed again).
+    pub async fn flush(&self) -> Result<(), ConnectError> {
+        let pending: Vec<DeliveryFuture> =
+            std::mem::take(&mut *self.in_flight.lock().unwrap_or_else(|p| p.into_inner()));
+        for delivery in pending {
+            match delivery.await {
+                Ok(Ok(_)) => {}
+                Ok(Err((e, _))) => {
+                    return Err(ConnectError::retriable(format!(
+                        "a failed record did not reach the dead letter queue {}: {e}",
+                        self.topic
+                    )))
+                }
+                Err(_) => {
+                    return Err(ConnectError::retriable(format!(
+                        "the dead letter queue producer dropped a record for {}",
+                        self.topic
+                    )))
+                }
+            }
+        }
+        Ok(())
+    }
+}
