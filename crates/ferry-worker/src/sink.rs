@@ -29,7 +29,8 @@ use ferry_connect::Stage;
 
 /// Most records handed to one `put` (Kafka Connect's `max.poll.records` default).
 const MAX_BATCH: usize = 500;
-/// How many times a retriable `put` failure is retried before the task fails.
+/// How many times a retriable `put` failure is retried when `errors.retry.timeout` is 0 (its
+/// default) before the task fails.
 const PUT_RETRIES: u32 = 5;
 
 /// Records taken from the consumer for one `put`, and every message consumed for them.
@@ -263,15 +264,34 @@ impl SinkLoop {
         Ok(())
     }
 
+    /// `put`, retrying a retriable failure: within `errors.retry.timeout` with its backoff
+    /// when that is set, else a few times quickly; then the failure fails the task.
     async fn put_records(&mut self, records: Vec<SinkRecord>) -> Result<(), Failure> {
+        let started = std::time::Instant::now();
         let mut attempt = 0;
         loop {
             match self.task.put(records.clone()).await {
                 Ok(()) => break,
-                Err(e) if e.is_retriable() && attempt < PUT_RETRIES => {
+                Err(e) if e.is_retriable() => {
                     attempt += 1;
-                    debug!(task = %self.ctx.label(), error = %e, attempt, "retrying put");
-                    tokio::time::sleep(Duration::from_millis(100 << attempt)).await;
+                    let delay = if self.errors.retry_timeout == Some(Duration::ZERO) {
+                        (attempt <= PUT_RETRIES).then(|| Duration::from_millis(100 << attempt))
+                    } else {
+                        self.errors.next_delay(attempt, started.elapsed())
+                    };
+                    let Some(delay) = delay else {
+                        return Err(ConnectError {
+                            message: format!(
+                                "put failed after {attempt} attempts in {} ms: {}",
+                                started.elapsed().as_millis(),
+                                e.message
+                            ),
+                            ..e
+                        }
+                        .into());
+                    };
+                    debug!(task = %self.ctx.label(), error = %e, attempt, delay_ms = delay.as_millis() as u64, "retrying put");
+                    tokio::time::sleep(delay).await;
                 }
                 Err(e) => return Err(e.into()),
             }
