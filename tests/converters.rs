@@ -4,7 +4,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
-use ferry_tests::pipeline::{create, started, write_input};
+use ferry_tests::pipeline::{create, create_source_with, started, write_input};
 use ferry_tests::{lines_in_work_dirs, say, wait_for, Cluster, Kafka, Settings};
 
 const FLOW: Duration = Duration::from_secs(90);
@@ -45,19 +45,16 @@ fn json_values_travel_in_kafka_connects_envelope_and_back() {
     let kafka = Kafka::start(&[("lines", 2)]);
     let (cluster, leader) = started(1, &kafka, Settings::default());
     let (input, lines) = write_input(&cluster, 300);
-    create(
+    create_source_with(
         &cluster,
         leader,
         "source",
-        &[
-            ("connector.class", "FileStreamSource"),
-            ("file", &input.to_string_lossy()),
-            ("topic", "lines"),
-            (
-                "value.converter",
-                "org.apache.kafka.connect.json.JsonConverter",
-            ),
-        ],
+        &input,
+        "lines",
+        &[(
+            "value.converter",
+            "org.apache.kafka.connect.json.JsonConverter",
+        )],
     );
     create(
         &cluster,
@@ -108,27 +105,25 @@ fn transform_chains_run_on_sources_and_sinks() {
     let other = cluster.dir.path().join("other.txt");
     let other_lines: Vec<String> = (0..50).map(|i| format!("other-{i:05}")).collect();
     std::fs::write(&other, other_lines.join("\n") + "\n").expect("write the other input");
-    create(
+    create_source_with(
         &cluster,
         leader,
         "other-source",
+        &other,
+        "other",
         &[
-            ("connector.class", "FileStreamSource"),
-            ("file", &other.to_string_lossy()),
-            ("topic", "other"),
             ("value.converter", "JsonConverter"),
             ("value.converter.schemas.enable", "false"),
         ],
     );
     let json = "org.apache.kafka.connect.json.JsonConverter";
-    create(
+    create_source_with(
         &cluster,
         leader,
         "source",
+        &input,
+        "lines",
         &[
-            ("connector.class", "FileStreamSource"),
-            ("file", &input.to_string_lossy()),
-            ("topic", "lines"),
             ("value.converter", json),
             ("value.converter.schemas.enable", "false"),
             ("transforms", "MakeMap,InsertSource"),

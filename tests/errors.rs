@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::process::Command;
 use std::time::Duration;
 
-use ferry_tests::pipeline::{create, started};
+use ferry_tests::pipeline::{create, create_source, started};
 use ferry_tests::{lines_in_work_dirs, say, wait_for, Cluster, Kafka, Settings};
 use serde_json::Value;
 
@@ -87,16 +87,7 @@ fn malformed_records_go_to_the_dead_letter_queue_with_their_context_and_the_rest
     let kafka = Kafka::start(&[("orders", 1), ("dlq-orders", 1)]);
     let (cluster, leader) = started(1, &kafka, Settings::default());
     let (input, good, bad) = orders(&cluster);
-    create(
-        &cluster,
-        leader,
-        "source",
-        &[
-            ("connector.class", "FileStreamSource"),
-            ("file", &input.to_string_lossy()),
-            ("topic", "orders"),
-        ],
-    );
+    create_source(&cluster, leader, &input, "orders");
     create(&cluster, leader, "sink", &sink_config("sink.out", "all"));
     wait_for("every good order in the sink", FLOW, || {
         let got: BTreeSet<String> = lines_in_work_dirs(&cluster, "sink.out")
@@ -161,16 +152,7 @@ fn without_tolerance_the_task_fails_with_a_readable_trace_and_a_config_fix_resum
     let kafka = Kafka::start(&[("orders", 1), ("dlq-orders", 1)]);
     let (cluster, leader) = started(1, &kafka, Settings::default());
     let (input, good, _) = orders(&cluster);
-    create(
-        &cluster,
-        leader,
-        "source",
-        &[
-            ("connector.class", "FileStreamSource"),
-            ("file", &input.to_string_lossy()),
-            ("topic", "orders"),
-        ],
-    );
+    create_source(&cluster, leader, &input, "orders");
     create(
         &cluster,
         leader,

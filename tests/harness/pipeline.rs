@@ -38,16 +38,26 @@ pub fn write_input(cluster: &Cluster, lines: usize) -> (std::path::PathBuf, BTre
 
 /// A FileStreamSource of `input` into `topic`.
 pub fn create_source(cluster: &Cluster, node: u64, input: &std::path::Path, topic: &str) {
-    create(
-        cluster,
-        node,
-        "source",
-        &[
-            ("connector.class", "FileStreamSource"),
-            ("file", &input.to_string_lossy()),
-            ("topic", topic),
-        ],
-    );
+    create_source_with(cluster, node, "source", input, topic, &[]);
+}
+
+/// A FileStreamSource `name` of `input` into `topic`, with more properties.
+pub fn create_source_with(
+    cluster: &Cluster,
+    node: u64,
+    name: &str,
+    input: &std::path::Path,
+    topic: &str,
+    more: &[(&str, &str)],
+) {
+    let file = input.to_string_lossy();
+    let mut config = vec![
+        ("connector.class", "FileStreamSource"),
+        ("file", file.as_ref()),
+        ("topic", topic),
+    ];
+    config.extend_from_slice(more);
+    create(cluster, node, name, &config);
 }
 
 pub fn create(cluster: &Cluster, node: u64, name: &str, config: &[(&str, &str)]) {
