@@ -13,6 +13,50 @@ pub const RECORDS: usize = 1_000_000;
 pub const RECORD_BYTES: usize = 1024;
 pub const PARTITIONS: i32 = 256;
 const KILLS: usize = 3;
+/// Records of the JSON path: Kafka Connect's envelope with a three-field struct schema.
+const JSON_RECORDS: usize = 200_000;
+const JSON_TOPIC: &str = "bench-json";
+
+/// One record of the JSON path and the line FileStreamSink writes for it (fixed widths, so
+/// that the output's size says when every record is there).
+fn json_record(i: usize) -> (String, String) {
+    let id = 1_000_000_000 + i as i64;
+    let user = format!("user{:04}", i % 1000);
+    let item = "x".repeat(800);
+    let value = format!(
+        r#"{{"schema":{{"type":"struct","fields":[{{"type":"int64","optional":false,"field":"id"}},{{"type":"string","optional":true,"field":"user_id"}},{{"type":"string","optional":true,"field":"item"}}],"optional":false,"name":"bench"}},"payload":{{"id":{id},"user_id":"{user}","item":"{item}"}}}}"#
+    );
+    let line = format!("Struct{{id={id},user_id={user},item={item}}}\n");
+    (value, line)
+}
+
+fn produce_json(bootstrap: &str) -> anyhow::Result<u64> {
+    let producer: BaseProducer = ClientConfig::new()
+        .set("bootstrap.servers", bootstrap)
+        .set("linger.ms", "20")
+        .set("queue.buffering.max.messages", "1000000")
+        .set("queue.buffering.max.kbytes", "2097151")
+        .create()?;
+    let mut bytes = 0;
+    for i in 0..JSON_RECORDS {
+        let (value, line) = json_record(i);
+        bytes += line.len() as u64;
+        let mut record = BaseRecord::<(), str>::to(JSON_TOPIC)
+            .payload(&value)
+            .partition(i as i32 % PARTITIONS);
+        loop {
+            match producer.send(record) {
+                Ok(()) => break,
+                Err((_, r)) => {
+                    record = r;
+                    producer.poll(Duration::from_millis(10));
+                }
+            }
+        }
+    }
+    producer.flush(Duration::from_secs(120))?;
+    Ok(bytes)
+}
 
 fn produce(bootstrap: &str) -> anyhow::Result<Duration> {
     let producer: BaseProducer = ClientConfig::new()
@@ -81,10 +125,14 @@ fn rss_mib(pid: u32) -> f64 {
 }
 
 fn sink_bytes(cluster: &Cluster) -> u64 {
+    output_bytes(cluster, "bench.out")
+}
+
+fn output_bytes(cluster: &Cluster, file: &str) -> u64 {
     cluster
         .nodes
         .values()
-        .filter_map(|n| std::fs::metadata(n.work_dir.join("bench.out")).ok())
+        .filter_map(|n| std::fs::metadata(n.work_dir.join(file)).ok())
         .map(|m| m.len())
         .sum()
 }
@@ -110,7 +158,7 @@ fn sink_task_workers(cluster: &Cluster, node: u64) -> Vec<(String, String)> {
 }
 
 pub fn run() -> anyhow::Result<()> {
-    let kafka = Kafka::start(&[("bench", PARTITIONS)]);
+    let kafka = Kafka::start(&[("bench", PARTITIONS), (JSON_TOPIC, PARTITIONS)]);
     let produced = produce(&kafka.bootstrap)?;
     let mb = (RECORDS * RECORD_BYTES) as f64 / 1e6;
     println!(
@@ -184,6 +232,51 @@ pub fn run() -> anyhow::Result<()> {
     anyhow::ensure!(
         lines >= RECORDS,
         "the sink wrote {lines} lines, fewer than {RECORDS}"
+    );
+
+    // The JSON path: Kafka Connect's envelope decoded by JsonConverter, then seed 003's
+    // ValueToKey + ExtractField$Key, into FileStreamSink.
+    let json_bytes = produce_json(&kafka.bootstrap)?;
+    let file = cluster.connector_file(
+        "bench-json",
+        &[
+            ("connector.class", "FileStreamSink"),
+            ("topics", JSON_TOPIC),
+            ("tasks.max", "6"),
+            ("file", "bench-json.out"),
+            (
+                "value.converter",
+                "org.apache.kafka.connect.json.JsonConverter",
+            ),
+            ("transforms", "createKey,extractKey"),
+            (
+                "transforms.createKey.type",
+                "org.apache.kafka.connect.transforms.ValueToKey",
+            ),
+            ("transforms.createKey.fields", "user_id"),
+            (
+                "transforms.extractKey.type",
+                "org.apache.kafka.connect.transforms.ExtractField$Key",
+            ),
+            ("transforms.extractKey.field", "user_id"),
+        ],
+    );
+    let started = Instant::now();
+    cluster.cli(
+        leader,
+        &["connectors", "create", "-f", &file.to_string_lossy()],
+    );
+    let took = wait_for(
+        "the JSON sink to write every record",
+        Duration::from_secs(600),
+        || (output_bytes(&cluster, "bench-json.out") >= json_bytes).then(|| started.elapsed()),
+    );
+    let json_rate = JSON_RECORDS as f64 / took.as_secs_f64();
+    println!(
+        "ferry     JSON with schema + ValueToKey + ExtractField$Key: {:>9.0} records/s  ({:.2} s for {JSON_RECORDS}; {:.0}% of the String path's records/s)",
+        json_rate,
+        took.as_secs_f64(),
+        100.0 * json_rate / rate
     );
 
     // Fail-over: kill -9 a non-leader worker running sink tasks; time until its tasks run
