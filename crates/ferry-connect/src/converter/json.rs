@@ -341,13 +341,12 @@ impl JsonConverter {
                 }
                 out.push('}');
             }
+            // Nulls and logical values are written by write_value, which hands on only the rest.
             Value::Null
             | Value::Decimal(_)
             | Value::Date(_)
             | Value::Time(_)
-            | Value::Timestamp(_) => {
-                unreachable!("written by write_value")
-            }
+            | Value::Timestamp(_) => return self.write_value(out, schema, value, path),
         }
         Ok(())
     }
