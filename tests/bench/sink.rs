@@ -31,58 +31,59 @@ fn json_record(i: usize) -> (String, String) {
 }
 
 fn produce_json(bootstrap: &str) -> anyhow::Result<u64> {
-    let producer: BaseProducer = ClientConfig::new()
-        .set("bootstrap.servers", bootstrap)
-        .set("linger.ms", "20")
-        .set("queue.buffering.max.messages", "1000000")
-        .set("queue.buffering.max.kbytes", "2097151")
-        .create()?;
+    let producer = bench_producer(bootstrap)?;
     let mut bytes = 0;
     for i in 0..JSON_RECORDS {
         let (value, line) = json_record(i);
         bytes += line.len() as u64;
-        let mut record = BaseRecord::<(), str>::to(JSON_TOPIC)
-            .payload(&value)
-            .partition(i as i32 % PARTITIONS);
-        loop {
-            match producer.send(record) {
-                Ok(()) => break,
-                Err((_, r)) => {
-                    record = r;
-                    producer.poll(Duration::from_millis(10));
-                }
-            }
-        }
+        send(
+            &producer,
+            BaseRecord::<(), [u8]>::to(JSON_TOPIC)
+                .payload(value.as_bytes())
+                .partition(i as i32 % PARTITIONS),
+        );
     }
     producer.flush(Duration::from_secs(120))?;
     Ok(bytes)
 }
 
-fn produce(bootstrap: &str) -> anyhow::Result<Duration> {
-    let producer: BaseProducer = ClientConfig::new()
+/// A producer tuned for loading the broker fast.
+fn bench_producer(bootstrap: &str) -> anyhow::Result<BaseProducer> {
+    Ok(ClientConfig::new()
         .set("bootstrap.servers", bootstrap)
         .set("linger.ms", "20")
         .set("batch.num.messages", "10000")
         .set("queue.buffering.max.messages", "1000000")
         .set("queue.buffering.max.kbytes", "2097151")
-        .create()?;
+        .create()?)
+}
+
+/// Send, waiting for room in the producer's queue.
+fn send(producer: &BaseProducer, mut record: BaseRecord<'_, (), [u8]>) {
+    loop {
+        match producer.send(record) {
+            Ok(()) => return,
+            Err((_, r)) => {
+                record = r;
+                producer.poll(Duration::from_millis(10));
+            }
+        }
+    }
+}
+
+fn produce(bootstrap: &str) -> anyhow::Result<Duration> {
+    let producer = bench_producer(bootstrap)?;
     let started = Instant::now();
     let mut value = vec![b'x'; RECORD_BYTES];
     for i in 0..RECORDS {
         let tag = format!("{i:09}");
         value[..tag.len()].copy_from_slice(tag.as_bytes());
-        let mut record = BaseRecord::<(), [u8]>::to("bench")
-            .payload(&value)
-            .partition(i as i32 % PARTITIONS);
-        loop {
-            match producer.send(record) {
-                Ok(()) => break,
-                Err((_, r)) => {
-                    record = r;
-                    producer.poll(Duration::from_millis(10));
-                }
-            }
-        }
+        send(
+            &producer,
+            BaseRecord::<(), [u8]>::to("bench")
+                .payload(&value)
+                .partition(i as i32 % PARTITIONS),
+        );
     }
     producer.flush(Duration::from_secs(120))?;
     Ok(started.elapsed())

@@ -284,6 +284,14 @@ fn valid_regex(value: &str) -> Result<(), String> {
         .map_err(|e| format!("not a valid regular expression: {e}"))
 }
 
+/// A property map from literal pairs (configs in tests and examples).
+pub fn props(pairs: &[(&str, &str)]) -> std::collections::BTreeMap<String, String> {
+    pairs
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+}
+
 /// A boolean property, or `default` when absent; the error names the property.
 pub fn flag(
     props: &std::collections::BTreeMap<String, String>,

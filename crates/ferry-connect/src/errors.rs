@@ -261,12 +261,7 @@ pub fn context_headers(ctx: &FailureContext, error: &ConnectError) -> Vec<(Strin
 mod tests {
     use super::*;
 
-    fn config(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
-        pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect()
-    }
+    use crate::config::props as config;
 
     #[test]
     fn seed_000_error_settings_are_read() {

@@ -286,12 +286,7 @@ mod tests {
         }]
     }
 
-    fn config(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
-        pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect()
-    }
+    use crate::config::props as config;
 
     fn errors_of(v: &Validation, field: &str) -> Vec<String> {
         v.fields

@@ -132,12 +132,7 @@ mod tests {
     use super::*;
     use ferry_connect::validate;
 
-    fn config(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
-        pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect()
-    }
+    use ferry_connect::config::props as config;
 
     #[test]
     fn seed_000_file_sink_config_validates() {

@@ -381,12 +381,7 @@ mod tests {
 
     #[test]
     fn a_connector_names_its_converter_or_takes_the_workers() {
-        let props = |pairs: &[(&str, &str)]| -> BTreeMap<String, String> {
-            pairs
-                .iter()
-                .map(|(k, v)| (k.to_string(), v.to_string()))
-                .collect()
-        };
+        use crate::config::props;
         let worker = props(&[
             ("value.converter", "JsonConverter"),
             ("value.converter.schemas.enable", "false"),

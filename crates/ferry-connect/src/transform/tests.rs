@@ -7,12 +7,7 @@ use crate::data::{SchemaType, Struct};
 use crate::logical::Decimal;
 use crate::record::SourceRecord;
 
-fn config(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
-    pairs
-        .iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect()
-}
+use crate::config::props as config;
 
 fn sink(topic: &str, value_schema: Option<Arc<Schema>>, value: Value) -> SinkRecord {
     SinkRecord {
