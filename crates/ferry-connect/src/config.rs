@@ -158,6 +158,7 @@ pub fn non_empty(value: &str) -> Result<(), String> {
 pub fn connector_common() -> ConfigDef {
     let mut def = connector_own();
     def.extend(crate::errors::connector_config());
+    def.extend(crate::errors::dead_letter_config());
     def
 }
 
@@ -255,9 +256,7 @@ fn known_converter(value: &str) -> Result<(), String> {
 
 /// The properties every sink connector has (Kafka Connect's `SinkConnectorConfig`).
 pub fn sink_common() -> ConfigDef {
-    let mut def = sink_own();
-    def.extend(crate::errors::sink_config());
-    def
+    sink_own()
 }
 
 fn sink_own() -> ConfigDef {

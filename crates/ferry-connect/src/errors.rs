@@ -12,6 +12,10 @@ use crate::error::{ConnectError, Result, Stage};
 
 /// The first retry waits this long; each next one twice as long, up to the configured maximum.
 const FIRST_DELAY: Duration = Duration::from_millis(300);
+/// How many times a retriable failure of a task method (`put`, `flush`, `poll`) is retried when
+/// `errors.retry.timeout` is 0, its default, before the task fails: a blip is ridden out, an
+/// outage fails the task with its trace.
+const QUICK_RETRIES: u32 = 5;
 
 /// `errors.tolerance`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -141,6 +145,16 @@ impl ErrorSettings {
             None => delay,
         })
     }
+
+    /// [`Self::next_delay`] for a task method (`put`, `flush`, `poll`): with
+    /// `errors.retry.timeout=0` it is still retried a few times quickly (200 ms doubling).
+    pub fn task_delay(&self, attempt: u32, elapsed: Duration) -> Option<Duration> {
+        if self.retry_timeout == Some(Duration::ZERO) {
+            (attempt <= QUICK_RETRIES).then(|| Duration::from_millis(100 << attempt))
+        } else {
+            self.next_delay(attempt, elapsed)
+        }
+    }
 }
 
 /// The properties of error handling every connector has.
@@ -190,8 +204,9 @@ pub fn connector_config() -> ConfigDef {
     ]
 }
 
-/// The properties of the dead letter queue, which sinks have.
-pub fn sink_config() -> ConfigDef {
+/// The properties of the dead letter queue. Sinks send records as they were consumed; sources
+/// (a Ferry addition) send records that failed on their way out, with their source position.
+pub fn dead_letter_config() -> ConfigDef {
     vec![
         ConfigKey::new(
             "errors.deadletterqueue.topic.name",
@@ -229,9 +244,12 @@ pub struct FailureContext {
     pub stage: Stage,
     /// The class that failed (Kafka Connect's: the converter, transform or task class).
     pub class_name: String,
+    /// A source record's partition and offset (JSON), since it has no Kafka offset yet.
+    pub source: Option<(String, String)>,
 }
 
-/// The ten `__connect.errors.*` headers of a dead-lettered record, in Kafka Connect's order.
+/// The ten `__connect.errors.*` headers of a dead-lettered record, in Kafka Connect's order,
+/// and for a source record `__connect.errors.source.partition` and `.source.offset`.
 pub fn context_headers(ctx: &FailureContext, error: &ConnectError) -> Vec<(String, Vec<u8>)> {
     let mut trace = format!("{}: {}", error.class, error.message);
     let mut source = std::error::Error::source(error);
@@ -251,8 +269,15 @@ pub fn context_headers(ctx: &FailureContext, error: &ConnectError) -> Vec<(Strin
         ("exception.message", error.message.clone()),
         ("exception.stacktrace", trace),
     ];
+    let source = ctx.source.iter().flat_map(|(partition, offset)| {
+        [
+            ("source.partition", partition.clone()),
+            ("source.offset", offset.clone()),
+        ]
+    });
     headers
         .into_iter()
+        .chain(source)
         .map(|(k, v)| (format!("__connect.errors.{k}"), v.into_bytes()))
         .collect()
 }
@@ -345,6 +370,34 @@ mod tests {
     }
 
     #[test]
+    fn task_methods_are_retried_a_few_times_even_with_timeout_zero() {
+        let quick = ErrorSettings::default();
+        let delays: Vec<Option<u128>> = (1..=6)
+            .map(|a| quick.task_delay(a, Duration::ZERO).map(|d| d.as_millis()))
+            .collect();
+        assert_eq!(
+            delays,
+            [
+                Some(200),
+                Some(400),
+                Some(800),
+                Some(1600),
+                Some(3200),
+                None
+            ]
+        );
+        let configured = ErrorSettings {
+            retry_timeout: Some(Duration::from_secs(1)),
+            ..ErrorSettings::default()
+        };
+        assert_eq!(
+            configured.task_delay(1, Duration::ZERO),
+            Some(Duration::from_millis(300))
+        );
+        assert_eq!(configured.task_delay(7, Duration::from_secs(1)), None);
+    }
+
+    #[test]
     fn the_ten_context_headers() {
         let ctx = FailureContext {
             topic: "dst_table01".into(),
@@ -354,6 +407,7 @@ mod tests {
             task: 0,
             stage: Stage::ValueConverter,
             class_name: "org.apache.kafka.connect.json.JsonConverter".into(),
+            source: None,
         };
         let err = ConnectError::data("the data is not valid JSON");
         let headers: Vec<(String, String)> = context_headers(&ctx, &err)
@@ -383,5 +437,38 @@ mod tests {
             "org.apache.kafka.connect.errors.DataException"
         );
         assert!(headers[9].1.contains("not valid JSON"));
+    }
+
+    #[test]
+    fn a_source_record_also_says_where_it_was_in_its_source() {
+        let ctx = FailureContext {
+            topic: "lines".into(),
+            partition: -1,
+            offset: -1,
+            connector: "src".into(),
+            task: 0,
+            stage: Stage::Transformation,
+            class_name: "org.apache.kafka.connect.transforms.Cast$Value".into(),
+            source: Some((
+                r#"{"filename":"in.txt"}"#.into(),
+                r#"{"position":12}"#.into(),
+            )),
+        };
+        let headers = context_headers(&ctx, &ConnectError::data("not a number"));
+        assert_eq!(headers.len(), 12);
+        assert_eq!(
+            headers[10],
+            (
+                "__connect.errors.source.partition".to_string(),
+                br#"{"filename":"in.txt"}"#.to_vec()
+            )
+        );
+        assert_eq!(
+            headers[11],
+            (
+                "__connect.errors.source.offset".to_string(),
+                br#"{"position":12}"#.to_vec()
+            )
+        );
     }
 }

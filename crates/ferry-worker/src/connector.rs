@@ -51,7 +51,7 @@ pub async fn run(
         };
         match step.await {
             Ok(()) => {}
-            Err(Failure::Fenced) => return,
+            Err(Failure::Fenced | Failure::Stopped) => return,
             Err(Failure::Task(e)) => {
                 ctx.report_failure(&e).await;
                 return;

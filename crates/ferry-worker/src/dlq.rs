@@ -1,7 +1,8 @@
-//! The dead letter queue of a sink task: records that failed (with `errors.tolerance=all`)
-//! are produced, as they were consumed, to `errors.deadletterqueue.topic.name`, with the
-//! `__connect.errors.*` headers if asked. Their offsets are committed only once the DLQ has
-//! them: a record is never both skipped and lost.
+//! The dead letter queue of a task: records that failed (with `errors.tolerance=all`) are
+//! produced to `errors.deadletterqueue.topic.name` — a sink's as they were consumed, a
+//! source's as they were about to be produced — with the `__connect.errors.*` headers if asked.
+//! Their offsets are committed only once the DLQ has them: a record is never both skipped and
+//! lost.
 
 use std::sync::Mutex;
 use std::time::Duration;
@@ -10,7 +11,7 @@ use ferry_connect::errors::{context_headers, ErrorSettings, FailureContext};
 use ferry_connect::ConnectError;
 use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
 use rdkafka::client::DefaultClientContext;
-use rdkafka::message::{BorrowedMessage, Header as KafkaHeader, Headers, Message, OwnedHeaders};
+use rdkafka::message::{Header as KafkaHeader, Headers, Message, OwnedHeaders};
 use rdkafka::producer::{DeliveryFuture, FutureProducer, FutureRecord};
 use tracing::{info, warn};
 
@@ -18,6 +19,33 @@ use crate::kafka::KafkaSettings;
 
 /// How long creating the DLQ topic may take before Ferry leaves it to auto-creation.
 const CREATE_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// The bytes of a record that failed: a consumed message, or a source record as far as it
+/// could be converted.
+#[derive(Clone, Debug, Default)]
+pub struct Original {
+    pub key: Option<Vec<u8>>,
+    pub value: Option<Vec<u8>>,
+    pub headers: Vec<(String, Option<Vec<u8>>)>,
+    pub timestamp: Option<i64>,
+}
+
+impl Original {
+    /// A consumed message, or one the producer gave back undelivered.
+    pub fn of(msg: &impl Message) -> Self {
+        Original {
+            key: msg.key().map(<[u8]>::to_vec),
+            value: msg.payload().map(<[u8]>::to_vec),
+            headers: msg
+                .headers()
+                .iter()
+                .flat_map(|hs| hs.iter())
+                .map(|h| (h.key.to_string(), h.value.map(<[u8]>::to_vec)))
+                .collect(),
+            timestamp: msg.timestamp().to_millis(),
+        }
+    }
+}
 
 pub struct DeadLetters {
     topic: String,
@@ -80,21 +108,19 @@ impl DeadLetters {
         }))
     }
 
-    /// Send a consumed message that failed, with its key, value and headers as consumed.
+    /// Send a record that failed, with its own headers and then the context headers.
     pub fn send(
         &self,
-        msg: &BorrowedMessage<'_>,
+        original: &Original,
         ctx: &FailureContext,
         error: &ConnectError,
     ) -> Result<(), ConnectError> {
         let mut headers = OwnedHeaders::new();
-        if let Some(original) = msg.headers() {
-            for h in original.iter() {
-                headers = headers.insert(KafkaHeader {
-                    key: h.key,
-                    value: h.value,
-                });
-            }
+        for (key, value) in &original.headers {
+            headers = headers.insert(KafkaHeader {
+                key,
+                value: value.as_deref(),
+            });
         }
         if self.context_headers {
             for (key, value) in context_headers(ctx, error) {
@@ -106,13 +132,13 @@ impl DeadLetters {
         }
         let mut record: FutureRecord<'_, [u8], [u8]> =
             FutureRecord::to(&self.topic).headers(headers);
-        if let Some(k) = msg.key() {
+        if let Some(k) = &original.key {
             record = record.key(k);
         }
-        if let Some(v) = msg.payload() {
+        if let Some(v) = &original.value {
             record = record.payload(v);
         }
-        if let Some(ts) = msg.timestamp().to_millis() {
+        if let Some(ts) = original.timestamp {
             record = record.timestamp(ts);
         }
         let delivery = self.producer.send_result(record).map_err(|(e, _)| {

@@ -6,6 +6,8 @@ mod connector;
 mod dlq;
 pub mod kafka;
 pub mod lease;
+mod report;
+mod retry;
 pub mod runtime;
 mod sink;
 mod source;

@@ -18,26 +18,27 @@ use rdkafka::{Offset, TopicPartitionList};
 use tokio::sync::watch;
 use tracing::{debug, info, instrument, warn};
 
-use crate::dlq::DeadLetters;
+use crate::dlq::{DeadLetters, Original};
+use crate::report::{Held, Reporter};
+use crate::retry::Retry;
 use crate::unit::{
     converters, header_converter, lifecycle, stopped, Failure, RaftCommitter, UnitCtx,
 };
 use ferry_connect::converter::HeaderConverter;
-use ferry_connect::errors::{ErrorSettings, FailureContext, Tolerance};
+use ferry_connect::errors::ErrorSettings;
 use ferry_connect::transform::{Applied, Chain};
 use ferry_connect::Stage;
 
 /// Most records handed to one `put` (Kafka Connect's `max.poll.records` default).
 const MAX_BATCH: usize = 500;
-/// How many times a retriable `put` failure is retried when `errors.retry.timeout` is 0 (its
-/// default) before the task fails.
-const PUT_RETRIES: u32 = 5;
 
-/// Records taken from the consumer for one `put`, and every message consumed for them.
+/// Records taken from the consumer for one `put`, every message consumed for them, and (when
+/// failures are tolerated) their bytes, for the task's reports.
 #[derive(Default)]
 struct Batch {
     records: Vec<SinkRecord>,
     consumed: Vec<(TopicPartition, i64)>,
+    held: Held,
 }
 
 struct SinkLoop {
@@ -49,7 +50,8 @@ struct SinkLoop {
     headers: Box<dyn HeaderConverter>,
     transforms: Chain,
     errors: ErrorSettings,
-    dead_letters: Option<DeadLetters>,
+    reporter: Arc<Reporter>,
+    stop: watch::Receiver<bool>,
     /// The converter classes, for error reports: key, value, header.
     classes: [String; 3],
     /// Next offset to consume, per partition, as far as `put` has gone.
@@ -62,7 +64,7 @@ fn kafka_error(what: &str, e: rdkafka::error::KafkaError) -> ConnectError {
 }
 
 impl SinkLoop {
-    async fn start(ctx: UnitCtx) -> Result<Self, Failure> {
+    async fn start(ctx: UnitCtx, stop: watch::Receiver<bool>) -> Result<Self, Failure> {
         let TaskFactory::Sink(factory) = ctx.plugin.tasks else {
             return Err(ConnectError::fatal(format!(
                 "{} is not a sink connector",
@@ -76,6 +78,14 @@ impl SinkLoop {
         let transforms = Chain::from_config(&ctx.connector_config)?;
         let errors = ErrorSettings::from_config(&ctx.connector_config)?;
         let dead_letters = DeadLetters::open(&errors, &kafka).await?;
+        let reporter = Arc::new(Reporter::new(
+            ctx.label(),
+            ctx.name.clone(),
+            ctx.task.unwrap_or_default(),
+            ctx.plugin.class.to_string(),
+            errors.clone(),
+            dead_letters,
+        ));
         let classes = ["key.converter", "value.converter", "header.converter"].map(|prefix| {
             ferry_connect::converter::class_of(
                 prefix,
@@ -87,7 +97,7 @@ impl SinkLoop {
         task.start(SinkTaskContext {
             connector: ctx.name.clone(),
             task: ctx.task.unwrap_or_default(),
-            reporter: None,
+            reporter: Some(reporter.clone()),
             committer: Arc::new(RaftCommitter::new(ctx.clone())),
         })
         .await?;
@@ -137,7 +147,8 @@ impl SinkLoop {
             headers,
             transforms,
             errors,
-            dead_letters,
+            reporter,
+            stop,
             classes,
             next: committed.clone(),
             committed,
@@ -187,6 +198,7 @@ impl SinkLoop {
     /// Convert and transform a consumed message: the record for `put`, unless a transform
     /// dropped it.
     fn take(&self, msg: &BorrowedMessage<'_>, batch: &mut Batch) -> Result<(), Failure> {
+        let consumed = (msg.topic().to_string(), msg.partition(), msg.offset());
         batch.consumed.push((
             TopicPartition::new(msg.topic(), msg.partition()),
             msg.offset(),
@@ -198,55 +210,18 @@ impl SinkLoop {
                     Err((class, e)) => Err((Stage::Transformation, class.to_string(), e)),
                 });
         match transformed {
-            Ok((Applied::Keep, record)) => batch.records.push(record),
+            Ok((Applied::Keep, record)) => {
+                if self.reporter.tolerates() {
+                    let seen = (record.topic.clone(), record.partition, record.offset);
+                    batch.held.hold(seen, consumed, Original::of(msg));
+                }
+                batch.records.push(record);
+            }
             Ok((Applied::Drop, _)) => {}
-            Err((stage, class, error)) => self.failed(msg, stage, class, error)?,
-        }
-        Ok(())
-    }
-
-    /// A record that failed conversion or a transform: with `errors.tolerance=all` it is
-    /// logged and dead-lettered as configured, and skipped; otherwise it fails the task.
-    fn failed(
-        &self,
-        msg: &BorrowedMessage<'_>,
-        stage: Stage,
-        class_name: String,
-        error: ConnectError,
-    ) -> Result<(), Failure> {
-        let ctx = FailureContext {
-            topic: msg.topic().to_string(),
-            partition: msg.partition(),
-            offset: msg.offset(),
-            connector: self.ctx.name.clone(),
-            task: self.ctx.task.unwrap_or_default(),
-            stage,
-            class_name,
-        };
-        if self.errors.tolerance == Tolerance::None {
-            return Err(ConnectError {
-                message: format!(
-                    "{} failed on the record at {}-{} offset {}: {} (errors.tolerance=none)",
-                    stage.as_str(),
-                    ctx.topic,
-                    ctx.partition,
-                    ctx.offset,
-                    error.message
-                ),
-                ..error
+            Err((stage, class, error)) => {
+                let ctx = self.reporter.context(consumed, stage, class);
+                self.reporter.tolerate(&ctx, &Original::of(msg), error)?;
             }
-            .into());
-        }
-        if self.errors.log {
-            let lossy = |b: Option<&[u8]>| b.map(|b| String::from_utf8_lossy(b).into_owned());
-            if self.errors.log_messages {
-                warn!(task = %self.ctx.label(), stage = stage.as_str(), topic = %ctx.topic, partition = ctx.partition, offset = ctx.offset, key = ?lossy(msg.key()), value = ?lossy(msg.payload()), error = %error, "error tolerated: record skipped");
-            } else {
-                warn!(task = %self.ctx.label(), stage = stage.as_str(), topic = %ctx.topic, partition = ctx.partition, offset = ctx.offset, error = %error, "error tolerated: record skipped");
-            }
-        }
-        if let Some(dlq) = &self.dead_letters {
-            dlq.send(msg, &ctx, &error)?;
         }
         Ok(())
     }
@@ -256,7 +231,14 @@ impl SinkLoop {
     /// may have renamed it).
     async fn put(&mut self, batch: Batch) -> Result<(), Failure> {
         if !batch.records.is_empty() {
-            self.put_records(batch.records).await?;
+            self.reporter.begin(batch.held);
+            let put = self.put_records(batch.records).await;
+            // A record reported under errors.tolerance=none fails the task even if the task
+            // carried on.
+            if let Some(fatal) = self.reporter.end() {
+                return Err(fatal.into());
+            }
+            put?;
         }
         for (tp, offset) in batch.consumed {
             self.next.insert(tp, offset + 1);
@@ -264,39 +246,15 @@ impl SinkLoop {
         Ok(())
     }
 
-    /// `put`, retrying a retriable failure: within `errors.retry.timeout` with its backoff
-    /// when that is set, else a few times quickly; then the failure fails the task.
+    /// `put`, retrying a retriable failure (see `retry`); then the failure fails the task.
     async fn put_records(&mut self, records: Vec<SinkRecord>) -> Result<(), Failure> {
-        let started = std::time::Instant::now();
-        let mut attempt = 0;
+        let mut retry = Retry::new(&self.errors, "put");
         loop {
             match self.task.put(records.clone()).await {
-                Ok(()) => break,
-                Err(e) if e.is_retriable() => {
-                    attempt += 1;
-                    let delay = if self.errors.retry_timeout == Some(Duration::ZERO) {
-                        (attempt <= PUT_RETRIES).then(|| Duration::from_millis(100 << attempt))
-                    } else {
-                        self.errors.next_delay(attempt, started.elapsed())
-                    };
-                    let Some(delay) = delay else {
-                        return Err(ConnectError {
-                            message: format!(
-                                "put failed after {attempt} attempts in {} ms: {}",
-                                started.elapsed().as_millis(),
-                                e.message
-                            ),
-                            ..e
-                        }
-                        .into());
-                    };
-                    debug!(task = %self.ctx.label(), error = %e, attempt, delay_ms = delay.as_millis() as u64, "retrying put");
-                    tokio::time::sleep(delay).await;
-                }
-                Err(e) => return Err(e.into()),
+                Ok(()) => return Ok(()),
+                Err(e) => retry.after(e, &mut self.stop, &self.ctx.label()).await?,
             }
         }
-        Ok(())
     }
 
     /// Commit what `pre_commit` allows, with this task's generation.
@@ -305,10 +263,14 @@ impl SinkLoop {
             return Ok(());
         }
         // The records skipped since the last commit are in the DLQ before their offsets move.
-        if let Some(dlq) = &self.dead_letters {
-            dlq.flush().await?;
-        }
-        let allowed = self.task.pre_commit(&self.next).await?;
+        self.reporter.flush().await?;
+        let mut retry = Retry::new(&self.errors, "flush");
+        let allowed = loop {
+            match self.task.pre_commit(&self.next).await {
+                Ok(allowed) => break allowed,
+                Err(e) => retry.after(e, &mut self.stop, &self.ctx.label()).await?,
+            }
+        };
         let offsets: Vec<SinkOffset> = allowed
             .iter()
             .filter(|(tp, o)| self.committed.get(*tp) != Some(*o))
@@ -397,7 +359,7 @@ async fn session(
     mut control: watch::Receiver<TargetState>,
     mut stop: watch::Receiver<bool>,
 ) -> Result<(), Failure> {
-    let mut sink = SinkLoop::start(ctx).await?;
+    let mut sink = SinkLoop::start(ctx, stop.clone()).await?;
     let outcome = match sink.run(&mut control, &mut stop).await {
         // A final commit: it is fenced if the task moved meanwhile.
         Ok(()) => sink.commit().await,

@@ -1,16 +1,19 @@
-//! The source task loop: records from `poll` are converted and produced; every
+//! The source task loop: records from `poll` are transformed, converted and produced; every
 //! `offset.flush.interval.ms` the loop waits until everything sent so far was delivered, then
 //! commits the source offsets (with the task's generation) and calls the task's `commit`. A
 //! source therefore never skips a record; after a fail-over it may repeat the records produced
-//! since its last commit.
+//! since its last commit. A record that fails a transform, a converter or its delivery goes
+//! through error handling (`report`): with `errors.tolerance=all` it is logged and
+//! dead-lettered with its source partition and offset, and its offset moves on.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use ferry_connect::errors::ErrorSettings;
 use ferry_connect::plugin::TaskFactory;
 use ferry_connect::record::source_map_json;
 use ferry_connect::task::SourceTaskContext;
-use ferry_connect::{ConnectError, Converter, SourceTask};
+use ferry_connect::{ConnectError, Converter, SourceRecord, SourceTask, Stage, Value};
 use ferry_meta::state::{Command, SourceOffset, TargetState};
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::message::{Header as KafkaHeader, OwnedHeaders};
@@ -18,11 +21,23 @@ use rdkafka::producer::{DeliveryFuture, FutureProducer, FutureRecord};
 use tokio::sync::watch;
 use tracing::{debug, info, instrument};
 
+use crate::dlq::{DeadLetters, Original};
+use crate::report::Reporter;
+use crate::retry::Retry;
 use crate::unit::{
     converters, header_converter, lifecycle, stopped, CommittedSourceOffsets, Failure, UnitCtx,
 };
 use ferry_connect::converter::HeaderConverter;
 use ferry_connect::transform::{Applied, Chain};
+
+/// The class named for a record that could not be delivered.
+const PRODUCER_CLASS: &str = "org.apache.kafka.clients.producer.KafkaProducer";
+
+/// A source record's partition and offset, as JSON texts.
+type Position = (String, String);
+
+/// Where a record failed: stage, class, error.
+type Failed = (Stage, String, ConnectError);
 
 /// In-flight records before the loop waits for deliveries.
 const MAX_IN_FLIGHT: usize = 50_000;
@@ -35,14 +50,19 @@ struct SourceLoop {
     value: Box<dyn Converter>,
     headers: Box<dyn HeaderConverter>,
     transforms: Chain,
-    in_flight: Vec<DeliveryFuture>,
+    errors: ErrorSettings,
+    reporter: Reporter,
+    stop: watch::Receiver<bool>,
+    /// The converter classes, for error reports: key, value, header.
+    classes: [String; 3],
+    in_flight: Vec<(DeliveryFuture, Position)>,
     /// Latest offset per source partition among the records sent (JSON texts).
     sent: BTreeMap<String, String>,
     committed: BTreeMap<String, String>,
 }
 
 impl SourceLoop {
-    async fn start(ctx: UnitCtx) -> Result<Self, Failure> {
+    async fn start(ctx: UnitCtx, stop: watch::Receiver<bool>) -> Result<Self, Failure> {
         let TaskFactory::Source(factory) = ctx.plugin.tasks else {
             return Err(ConnectError::fatal(format!(
                 "{} is not a source connector",
@@ -54,6 +74,23 @@ impl SourceLoop {
         let (key, value) = converters(&ctx)?;
         let headers = header_converter(&ctx)?;
         let transforms = Chain::from_config(&ctx.connector_config)?;
+        let errors = ErrorSettings::from_config(&ctx.connector_config)?;
+        let dead_letters = DeadLetters::open(&errors, &kafka).await?;
+        let reporter = Reporter::new(
+            ctx.label(),
+            ctx.name.clone(),
+            ctx.task.unwrap_or_default(),
+            ctx.plugin.class.to_string(),
+            errors.clone(),
+            dead_letters,
+        );
+        let classes = ["key.converter", "value.converter", "header.converter"].map(|prefix| {
+            ferry_connect::converter::class_of(
+                prefix,
+                &ctx.connector_config,
+                &ctx.settings.converters,
+            )
+        });
         let mut config = kafka.client_config();
         config
             .set("enable.idempotence", "true")
@@ -79,6 +116,10 @@ impl SourceLoop {
             value,
             headers,
             transforms,
+            errors,
+            reporter,
+            stop,
+            classes,
             in_flight: Vec::new(),
             sent: BTreeMap::new(),
             committed: BTreeMap::new(),
@@ -86,69 +127,30 @@ impl SourceLoop {
     }
 
     async fn send_batch(&mut self) -> Result<usize, Failure> {
-        let records = self.task.poll().await?;
+        let mut retry = Retry::new(&self.errors, "poll");
+        let records = loop {
+            match self.task.poll().await {
+                Ok(records) => break records,
+                Err(e) => retry.after(e, &mut self.stop, &self.ctx.label()).await?,
+            }
+        };
         let count = records.len();
         for mut record in records {
-            if self.transforms.apply(&mut record)? == Applied::Drop {
-                // Filtered out: nothing to produce, but the source has moved past it.
-                self.sent.insert(
-                    source_map_json(&record.source_partition),
-                    source_map_json(&record.source_offset),
-                );
-                continue;
-            }
-            let key = self
-                .key
-                .encode(&record.topic, record.key_schema.as_ref(), &record.key)?;
-            let value =
-                self.value
-                    .encode(&record.topic, record.value_schema.as_ref(), &record.value)?;
-            let mut headers = OwnedHeaders::new();
-            for h in &record.headers {
-                let bytes =
-                    self.headers
-                        .encode(&record.topic, &h.key, h.schema.as_ref(), &h.value)?;
-                headers = headers.insert(KafkaHeader {
-                    key: &h.key,
-                    value: bytes.as_deref(),
-                });
-            }
-            loop {
-                let mut out: FutureRecord<'_, [u8], [u8]> =
-                    FutureRecord::to(&record.topic).headers(headers.clone());
-                if let Some(k) = key.as_deref() {
-                    out = out.key(k);
-                }
-                if let Some(v) = value.as_deref() {
-                    out = out.payload(v);
-                }
-                if let Some(p) = record.partition {
-                    out = out.partition(p);
-                }
-                if let Some(ts) = record.timestamp {
-                    out = out.timestamp(ts);
-                }
-                match self.producer.send_result(out) {
-                    Ok(delivery) => {
-                        self.in_flight.push(delivery);
-                        break;
-                    }
-                    Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), _)) => {
-                        self.await_deliveries().await?;
-                    }
-                    Err((e, _)) => {
-                        return Err(ConnectError::fatal(format!(
-                            "cannot produce to {}: {e}",
-                            record.topic
-                        ))
-                        .into())
-                    }
-                }
-            }
-            self.sent.insert(
+            let position = (
                 source_map_json(&record.source_partition),
                 source_map_json(&record.source_offset),
             );
+            match self.prepare(&mut record) {
+                Ok(Some(out)) => self.produce(&record, &out, &position).await?,
+                // Filtered out: nothing to produce, but the source has moved past it.
+                Ok(None) => {}
+                Err((stage, class, error)) => {
+                    let original = self.as_it_was(&record);
+                    let at = (record.topic.clone(), record.partition.unwrap_or(-1), -1);
+                    self.failed(at, stage, class, &position, &original, error)?;
+                }
+            }
+            self.sent.insert(position.0, position.1);
             if self.in_flight.len() >= MAX_IN_FLIGHT {
                 self.await_deliveries().await?;
             }
@@ -156,23 +158,146 @@ impl SourceLoop {
         Ok(count)
     }
 
-    /// Wait until every record sent so far is delivered (or fail the task).
-    async fn await_deliveries(&mut self) -> Result<(), Failure> {
-        for delivery in self.in_flight.drain(..) {
-            match delivery.await {
-                Ok(Ok(_)) => {}
-                Ok(Err((e, _))) => {
-                    return Err(
-                        ConnectError::fatal(format!("a record was not delivered: {e}")).into(),
-                    )
+    /// A record transformed and converted, as it is to be produced; `None` if a transform
+    /// dropped it.
+    fn prepare(&self, record: &mut SourceRecord) -> Result<Option<Original>, Failed> {
+        match self.transforms.run(record) {
+            Ok(Applied::Keep) => {}
+            Ok(Applied::Drop) => return Ok(None),
+            Err((class, e)) => return Err((Stage::Transformation, class.to_string(), e)),
+        }
+        let [key_class, value_class, header_class] = &self.classes;
+        let topic = &record.topic;
+        let key = self
+            .key
+            .encode(topic, record.key_schema.as_ref(), &record.key)
+            .map_err(|e| (Stage::KeyConverter, key_class.clone(), e))?;
+        let value = self
+            .value
+            .encode(topic, record.value_schema.as_ref(), &record.value)
+            .map_err(|e| (Stage::ValueConverter, value_class.clone(), e))?;
+        let mut headers = Vec::with_capacity(record.headers.len());
+        for h in &record.headers {
+            let bytes = self
+                .headers
+                .encode(topic, &h.key, h.schema.as_ref(), &h.value)
+                .map_err(|e| (Stage::HeaderConverter, header_class.clone(), e))?;
+            headers.push((h.key.clone(), bytes));
+        }
+        Ok(Some(Original {
+            key,
+            value,
+            headers,
+            timestamp: record.timestamp,
+        }))
+    }
+
+    /// A record that failed on its way, for the DLQ: converted as far as the converters
+    /// manage, else as text.
+    fn as_it_was(&self, record: &SourceRecord) -> Original {
+        let bytes = |converter: &dyn Converter, schema, value: &Value| {
+            converter
+                .encode(&record.topic, schema, value)
+                .unwrap_or_else(|_| (*value != Value::Null).then(|| value.to_string().into_bytes()))
+        };
+        Original {
+            key: bytes(self.key.as_ref(), record.key_schema.as_ref(), &record.key),
+            value: bytes(
+                self.value.as_ref(),
+                record.value_schema.as_ref(),
+                &record.value,
+            ),
+            headers: Vec::new(),
+            timestamp: record.timestamp,
+        }
+    }
+
+    /// Error handling for a record that failed at `at` (topic, partition or -1, offset -1).
+    fn failed(
+        &self,
+        at: (String, i32, i64),
+        stage: Stage,
+        class: String,
+        position: &Position,
+        original: &Original,
+        error: ConnectError,
+    ) -> Result<(), Failure> {
+        let mut ctx = self.reporter.context(at, stage, class);
+        ctx.source = Some(position.clone());
+        Ok(self.reporter.tolerate(&ctx, original, error)?)
+    }
+
+    /// Hand a record to the producer (waiting while its queue is full).
+    async fn produce(
+        &mut self,
+        record: &SourceRecord,
+        out: &Original,
+        position: &Position,
+    ) -> Result<(), Failure> {
+        loop {
+            let mut headers = OwnedHeaders::new();
+            for (key, value) in &out.headers {
+                headers = headers.insert(KafkaHeader {
+                    key,
+                    value: value.as_deref(),
+                });
+            }
+            let mut sending: FutureRecord<'_, [u8], [u8]> =
+                FutureRecord::to(&record.topic).headers(headers);
+            if let Some(k) = out.key.as_deref() {
+                sending = sending.key(k);
+            }
+            if let Some(v) = out.value.as_deref() {
+                sending = sending.payload(v);
+            }
+            if let Some(p) = record.partition {
+                sending = sending.partition(p);
+            }
+            if let Some(ts) = out.timestamp {
+                sending = sending.timestamp(ts);
+            }
+            match self.producer.send_result(sending) {
+                Ok(delivery) => {
+                    self.in_flight.push((delivery, position.clone()));
+                    return Ok(());
                 }
-                Err(_) => {
-                    return Err(ConnectError::fatal(
-                        "the producer dropped a record before delivery",
-                    )
-                    .into())
+                Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), _)) => {
+                    self.await_deliveries().await?;
+                }
+                Err((e, _)) => {
+                    let error =
+                        ConnectError::fatal(format!("cannot produce to {}: {e}", record.topic));
+                    let at = (record.topic.clone(), record.partition.unwrap_or(-1), -1);
+                    let class = PRODUCER_CLASS.to_string();
+                    return self.failed(at, Stage::KafkaProduce, class, position, out, error);
                 }
             }
+        }
+    }
+
+    /// Wait until every record sent so far is delivered; one that is not goes through error
+    /// handling.
+    async fn await_deliveries(&mut self) -> Result<(), Failure> {
+        for (delivery, position) in std::mem::take(&mut self.in_flight) {
+            let (error, original, at) = match delivery.await {
+                Ok(Ok(_)) => continue,
+                Ok(Err((e, msg))) => {
+                    use rdkafka::Message;
+                    let at = (msg.topic().to_string(), msg.partition(), -1);
+                    let error = ConnectError::fatal(format!(
+                        "a record was not delivered to {}: {e}",
+                        msg.topic()
+                    ));
+                    (error, Original::of(&msg), at)
+                }
+                Err(_) => (
+                    ConnectError::fatal("the producer dropped a record before delivery"),
+                    Original::default(),
+                    (String::new(), -1, -1),
+                ),
+            };
+            let class = PRODUCER_CLASS.to_string();
+            self.failed(at, Stage::KafkaProduce, class, &position, &original, error)?;
         }
         Ok(())
     }
@@ -180,6 +305,9 @@ impl SourceLoop {
     /// Commit the offsets of everything delivered, with this task's generation.
     async fn commit(&mut self) -> Result<(), Failure> {
         self.await_deliveries().await?;
+        // The records that failed since the last commit are in the DLQ before their offsets
+        // move.
+        self.reporter.flush().await?;
         let offsets: Vec<SourceOffset> = self
             .sent
             .iter()
@@ -251,7 +379,7 @@ async fn session(
     mut control: watch::Receiver<TargetState>,
     mut stop: watch::Receiver<bool>,
 ) -> Result<(), Failure> {
-    let mut source = SourceLoop::start(ctx).await?;
+    let mut source = SourceLoop::start(ctx, stop.clone()).await?;
     let outcome = match source.run(&mut control, &mut stop).await {
         Ok(()) => source.commit().await,
         other => other,

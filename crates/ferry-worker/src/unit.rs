@@ -37,6 +37,8 @@ pub enum Failure {
     Fenced,
     /// The task failed: report FAILED with this trace.
     Task(ConnectError),
+    /// It was asked to stop in the middle of an operation (while retrying one).
+    Stopped,
 }
 
 impl From<ConnectError> for Failure {
@@ -261,6 +263,7 @@ impl SinkCommitter for RaftCommitter {
             Ok(_) => Ok(CommitOutcome::Committed),
             Err(Failure::Fenced) => Ok(CommitOutcome::Fenced),
             Err(Failure::Task(e)) => Err(e),
+            Err(Failure::Stopped) => Err(ConnectError::retriable("the task is stopping")),
         }
     }
 
@@ -328,6 +331,7 @@ pub async fn lifecycle<F, Fut>(
                 tracing::info!(unit = %ctx.label(), "fenced: stopped");
                 return;
             }
+            Err(Failure::Stopped) => return,
             Err(Failure::Task(e)) => {
                 ctx.report_failure(&e).await;
                 return;
