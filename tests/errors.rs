@@ -1,14 +1,19 @@
 //! Error handling end to end: malformed JSON among good records, with `errors.tolerance=all`
 //! and a dead letter queue read back by an independent client (Python's confluent-kafka), and
-//! with `errors.tolerance=none`, a FAILED task whose config fix brings everything in.
+//! with `errors.tolerance=none`, a FAILED task whose config fix brings everything in; source
+//! records that fail a transform, dead-lettered with their source position; a retriable
+//! failure (a broken pipe) retried with backoff until it heals or `errors.retry.timeout` ends.
 
 use std::collections::BTreeSet;
-use std::path::PathBuf;
-use std::process::Command;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command};
 use std::time::Duration;
 
-use ferry_tests::pipeline::{create, create_source, started};
+use ferry_tests::pipeline::{create, create_source, create_source_with, started};
 use ferry_tests::{lines_in_work_dirs, say, wait_for, Cluster, Kafka, Settings};
+use nix::sys::signal::{killpg, Signal};
+use nix::unistd::Pid;
 use serde_json::Value;
 
 const FLOW: Duration = Duration::from_secs(90);
@@ -194,4 +199,270 @@ fn without_tolerance_the_task_fails_with_a_readable_trace_and_a_config_fix_resum
         (got == good).then_some(())
     });
     say(format!("STRICT: failed at offset 7 with a readable trace; after the fix all {} good orders arrived", good.len()));
+}
+
+#[test]
+fn source_records_that_fail_a_transform_are_dead_lettered_with_their_source_position() {
+    let kafka = Kafka::start(&[("numbers", 1), ("dlq-numbers", 1)]);
+    let (cluster, leader) = started(1, &kafka, Settings::default());
+    let input = cluster.dir.path().join("numbers.txt");
+    let (mut text, mut good, mut bad) = (String::new(), BTreeSet::new(), Vec::new());
+    for i in 0..50 {
+        let line = if i % 10 == 3 {
+            format!("n/a-{i}")
+        } else {
+            good.insert(i.to_string());
+            i.to_string()
+        };
+        text.push_str(&line);
+        text.push('\n');
+        if i % 10 == 3 {
+            // FileStreamSource's offset is the byte after the line.
+            bad.push((line, text.len()));
+        }
+    }
+    std::fs::write(&input, &text).expect("write the input");
+    create_source_with(
+        &cluster,
+        leader,
+        "numbers-source",
+        &input,
+        "numbers",
+        &[
+            ("transforms", "toInt"),
+            (
+                "transforms.toInt.type",
+                "org.apache.kafka.connect.transforms.Cast$Value",
+            ),
+            ("transforms.toInt.spec", "int32"),
+            ("errors.tolerance", "all"),
+            ("errors.log.enable", "true"),
+            ("errors.deadletterqueue.topic.name", "dlq-numbers"),
+            ("errors.deadletterqueue.topic.replication.factor", "1"),
+            ("errors.deadletterqueue.context.headers.enable", "true"),
+        ],
+    );
+    create(
+        &cluster,
+        leader,
+        "numbers-sink",
+        &[
+            ("connector.class", "FileStreamSink"),
+            ("topics", "numbers"),
+            ("file", "numbers.out"),
+        ],
+    );
+    wait_for("every number in the sink", FLOW, || {
+        let got: BTreeSet<String> = lines_in_work_dirs(&cluster, "numbers.out")
+            .into_iter()
+            .collect();
+        (got == good).then_some(())
+    });
+    let dead = read_topic(&kafka, "dlq-numbers", bad.len());
+    assert_eq!(dead.len(), bad.len(), "{dead:?}");
+    let file = input.to_string_lossy().to_string();
+    for (record, (line, position)) in dead.iter().zip(&bad) {
+        assert_eq!(record["value"].as_str(), Some(line.as_str()), "{record}");
+        let h = &record["headers"];
+        let header = |name: &str| {
+            h[format!("__connect.errors.{name}")]
+                .as_str()
+                .map(str::to_string)
+        };
+        assert_eq!(header("topic").as_deref(), Some("numbers"));
+        assert_eq!(
+            header("partition").as_deref(),
+            Some("-1"),
+            "not produced yet"
+        );
+        assert_eq!(header("offset").as_deref(), Some("-1"), "not produced yet");
+        assert_eq!(header("connector.name").as_deref(), Some("numbers-source"));
+        assert_eq!(header("stage").as_deref(), Some("TRANSFORMATION"));
+        assert_eq!(
+            header("class.name").as_deref(),
+            Some("org.apache.kafka.connect.transforms.Cast$Value")
+        );
+        let partition: Value =
+            serde_json::from_str(&header("source.partition").expect("source partition"))
+                .expect("JSON");
+        assert_eq!(partition["filename"].as_str(), Some(file.as_str()));
+        let offset: Value =
+            serde_json::from_str(&header("source.offset").expect("source offset")).expect("JSON");
+        assert_eq!(offset["position"].as_u64(), Some(*position as u64), "{h}");
+    }
+    // The source moved past the failed records: its offset is at the end of the file.
+    wait_for("the source's offset at the end of the file", FLOW, || {
+        let offsets = cluster.json(leader, &["connectors", "offsets", "numbers-source"]);
+        (offsets["offsets"][0]["offset"]["position"].as_u64() == Some(text.len() as u64))
+            .then_some(())
+    });
+    say(format!(
+        "SOURCE DLQ: {} numbers delivered, {} failed casts in dlq-numbers with their source positions",
+        good.len(),
+        dead.len()
+    ));
+}
+
+/// A reader of a named pipe that appends what it reads to a file, opening the pipe again
+/// whenever its writer closes it, until dropped (which kills it; it is only dropped while the
+/// pipe is drained).
+struct PipeReader(Child);
+
+impl PipeReader {
+    fn start(fifo: &Path, out: &Path) -> Self {
+        let child = Command::new("sh")
+            .arg("-c")
+            .arg(r#"while :; do cat "$0" >> "$1"; done"#)
+            .arg(fifo)
+            .arg(out)
+            .process_group(0)
+            .spawn()
+            .expect("start the pipe reader");
+        PipeReader(child)
+    }
+}
+
+impl Drop for PipeReader {
+    fn drop(&mut self) {
+        let _ = killpg(Pid::from_raw(self.0.id() as i32), Signal::SIGKILL);
+        let _ = self.0.wait();
+    }
+}
+
+/// The (attempt, delay) of each retry the node logged for `what`.
+fn retries_logged(log: &str, what: &str) -> Vec<(u64, u64)> {
+    let field = |line: &str, name: &str| {
+        let start = line.find(&format!(" {name}="))? + name.len() + 2;
+        let rest = &line[start..];
+        let end = rest.find(' ').unwrap_or(rest.len());
+        rest[..end].trim_matches('"').parse().ok()
+    };
+    log.lines()
+        .filter(|l| {
+            l.contains("retriable failure: retrying") && l.contains(&format!("what=\"{what}\""))
+        })
+        .filter_map(|l| Some((field(l, "attempt")?, field(l, "delay_ms")?)))
+        .collect()
+}
+
+#[test]
+fn a_broken_pipe_is_retried_with_backoff_until_it_heals_or_the_retry_timeout_ends() {
+    let kafka = Kafka::start(&[("piped", 1)]);
+    let (cluster, leader) = started(1, &kafka, Settings::default());
+    let fifo = cluster.dir.path().join("sink.fifo");
+    let out = cluster.dir.path().join("piped.out");
+    let status = Command::new("mkfifo").arg(&fifo).status().expect("mkfifo");
+    assert!(status.success());
+    let input = cluster.dir.path().join("piped.txt");
+    let lines = |from: usize, to: usize| -> String {
+        (from..to).map(|i| format!("piped-{i:03}\n")).collect()
+    };
+    let append = |text: String| {
+        use std::io::Write;
+        let mut f = std::fs::OpenOptions::new()
+            .append(true)
+            .create(true)
+            .open(&input)
+            .expect("open the input");
+        f.write_all(text.as_bytes()).expect("append");
+    };
+    let arrived = |n: usize| {
+        let got = std::fs::read_to_string(&out).unwrap_or_default();
+        let want = lines(0, n);
+        assert!(
+            want.starts_with(&got),
+            "every line once and in order: {got:?}"
+        );
+        (got == want).then_some(())
+    };
+    append(lines(0, 10));
+    let reader = PipeReader::start(&fifo, &out);
+    create_source(&cluster, leader, &input, "piped");
+    let fifo_path = fifo.to_string_lossy().to_string();
+    let sink = |timeout: &'static str| {
+        vec![
+            ("connector.class", "FileStreamSink"),
+            ("topics", "piped"),
+            ("file", fifo_path.as_str()),
+            ("errors.retry.timeout", timeout),
+            ("errors.retry.delay.max.ms", "1000"),
+        ]
+    };
+    create(&cluster, leader, "piped-sink", &sink("60000"));
+    wait_for("the first lines through the pipe", FLOW, || arrived(10));
+
+    // The reader goes away: writing to the pipe fails with EPIPE, a retriable I/O error.
+    drop(reader);
+    append(lines(10, 20));
+    wait_for("three retries of the flush", FLOW, || {
+        (retries_logged(&cluster.log_text(leader), "flush").len() >= 3).then_some(())
+    });
+    let reader = PipeReader::start(&fifo, &out);
+    wait_for("the lines held back, once each", FLOW, || arrived(20));
+    let retries = retries_logged(&cluster.log_text(leader), "flush");
+    assert_eq!(
+        retries[..3],
+        [(1, 300), (2, 600), (3, 1000)],
+        "300 ms doubling, capped by errors.retry.delay.max.ms"
+    );
+    let status = cluster.json(leader, &["connectors", "status", "piped-sink"]);
+    assert_eq!(status["tasks"][0]["state"], "RUNNING", "{status}");
+    say(format!(
+        "RETRY: a broken pipe retried {} times with backoff {:?} ms, then all 20 lines once",
+        retries.len(),
+        retries.iter().map(|r| r.1).collect::<Vec<_>>()
+    ));
+
+    // With a short errors.retry.timeout the same failure fails the task, with its trace.
+    let before = cluster.json(leader, &["connectors", "status", "piped-sink"])["tasks"][0]
+        ["generation"]
+        .as_u64();
+    let short = cluster.connector_file("piped-sink", &sink("2000"));
+    cluster.cli(
+        leader,
+        &[
+            "connectors",
+            "config",
+            "piped-sink",
+            "-f",
+            &short.to_string_lossy(),
+        ],
+    );
+    wait_for("the sink running its new config", FLOW, || {
+        let status = cluster.json(leader, &["connectors", "status", "piped-sink"]);
+        (status["tasks"][0]["state"] == "RUNNING"
+            && status["tasks"][0]["generation"].as_u64() > before)
+            .then_some(())
+    });
+    drop(reader);
+    append(lines(20, 30));
+    let trace = wait_for("the sink FAILED after its retry timeout", FLOW, || {
+        let status = cluster.json(leader, &["connectors", "status", "piped-sink"]);
+        let task = &status["tasks"][0];
+        (task["state"] == "FAILED").then(|| task["trace"].as_str().unwrap_or_default().to_string())
+    });
+    assert!(trace.contains("errors.retry.timeout"), "{trace}");
+    assert!(trace.contains("Broken pipe"), "{trace}");
+    assert!(
+        trace.contains(&fifo_path),
+        "the trace names the file: {trace}"
+    );
+    // A reader again, and a restart from the CLI: the rest arrives, nothing twice.
+    let _reader = PipeReader::start(&fifo, &out);
+    cluster.cli(
+        leader,
+        &[
+            "connectors",
+            "restart",
+            "piped-sink",
+            "--include-tasks",
+            "--only-failed",
+        ],
+    );
+    wait_for("every line after the restart, once each", FLOW, || {
+        arrived(30)
+    });
+    say(format!(
+        "RETRY TIMEOUT: FAILED with {trace:?}; restarted, all 30 lines once"
+    ));
 }

@@ -81,12 +81,15 @@ impl ConnectError {
         }
     }
 
-    /// An I/O error, classified by its kind: interruptions and timeouts are retriable.
+    /// An I/O error, classified by its kind: interruptions, timeouts, lost connections and a
+    /// full disk (which may be freed) are retriable.
     pub fn io(what: impl Into<String>, e: std::io::Error) -> Self {
         use std::io::ErrorKind::*;
         let retry = match e.kind() {
             Interrupted | TimedOut | WouldBlock | ConnectionReset | ConnectionAborted
-            | ConnectionRefused | NotConnected | BrokenPipe => Retry::Retriable,
+            | ConnectionRefused | NotConnected | BrokenPipe | StorageFull | QuotaExceeded => {
+                Retry::Retriable
+            }
             _ => Retry::Fatal,
         };
         ConnectError {

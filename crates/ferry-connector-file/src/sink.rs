@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use async_trait::async_trait;
 use ferry_connect::task::{Connector, Props};
 use ferry_connect::{ConnectError, Result, SinkRecord, SinkTask, SinkTaskContext, TopicPartition};
-use tokio::io::{AsyncWriteExt, BufWriter};
+use std::io::Write;
 use tracing::info;
 
 use crate::config::FileSinkConfig;
@@ -30,74 +30,125 @@ impl Connector for FileSinkConnector {
     }
 }
 
+/// Bytes waiting to be written once this many are pending (and at every flush).
+const WRITE_AT: usize = 256 * 1024;
+
+/// Appends lines to its file. A write that fails keeps what was not written, so that the
+/// runtime's retry of `put` or `flush` (with the same records) writes each line exactly once:
+/// records already appended are recognised by their offsets and skipped.
 pub struct FileSinkTask {
     config: FileSinkConfig,
-    writer: Option<BufWriter<tokio::fs::File>>,
+    file: Option<std::fs::File>,
+    pending: Vec<u8>,
+    /// The last offset appended to `pending`, per partition.
+    appended: HashMap<TopicPartition, i64>,
+}
+
+/// Write as much of `pending` as the file takes; what was written leaves `pending`.
+fn write_some(file: &mut std::fs::File, pending: &mut Vec<u8>) -> std::io::Result<()> {
+    let mut written = 0;
+    let result = loop {
+        if written == pending.len() {
+            break Ok(());
+        }
+        match file.write(&pending[written..]) {
+            Ok(0) => break Err(std::io::ErrorKind::WriteZero.into()),
+            Ok(n) => written += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => break Err(e),
+        }
+    };
+    pending.drain(..written);
+    result
 }
 
 impl FileSinkTask {
     pub fn build(props: &Props) -> Result<Box<dyn SinkTask>> {
-        Ok(Box::new(FileSinkTask {
-            config: FileSinkConfig::parse(props)?,
-            writer: None,
-        }))
+        Ok(Box::new(Self::new(props)?))
     }
 
-    fn writer(&mut self) -> Result<&mut BufWriter<tokio::fs::File>> {
-        self.writer
-            .as_mut()
-            .ok_or_else(|| ConnectError::fatal("FileStreamSink used before start"))
+    fn new(props: &Props) -> Result<Self> {
+        Ok(FileSinkTask {
+            config: FileSinkConfig::parse(props)?,
+            file: None,
+            pending: Vec::new(),
+            appended: HashMap::new(),
+        })
+    }
+
+    /// Write out what is pending (then sync, if asked), off the async threads: a pipe may
+    /// block.
+    async fn write_out(&mut self, sync: bool) -> Result<()> {
+        let path = self.config.file.clone();
+        let mut file = self
+            .file
+            .take()
+            .ok_or_else(|| ConnectError::fatal("FileStreamSink used before start"))?;
+        let mut pending = std::mem::take(&mut self.pending);
+        let (file, pending, result) = tokio::task::spawn_blocking(move || {
+            let result = write_some(&mut file, &mut pending)
+                .map_err(|e| ("write", e))
+                .and_then(|()| match file.sync_data() {
+                    _ if !sync => Ok(()),
+                    // A pipe or a terminal cannot be synced: nothing to make durable.
+                    Err(e) if e.kind() == std::io::ErrorKind::InvalidInput => Ok(()),
+                    other => other.map_err(|e| ("sync", e)),
+                });
+            (file, pending, result)
+        })
+        .await
+        .map_err(|e| ConnectError::fatal(format!("the writer of {path} failed: {e}")))?;
+        self.file = Some(file);
+        self.pending = pending;
+        result.map_err(|(what, e)| ConnectError::io(format!("{what} {path}"), e))
     }
 }
 
 #[async_trait]
 impl SinkTask for FileSinkTask {
     async fn start(&mut self, context: SinkTaskContext) -> Result<()> {
-        let file = tokio::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&self.config.file)
-            .await
-            .map_err(|e| ConnectError::io(format!("open {} for appending", self.config.file), e))?;
+        let path = self.config.file.clone();
+        // Opening a pipe waits for its reader: off the async threads.
+        let file = tokio::task::spawn_blocking(move || {
+            std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(&path)
+                .map_err(|e| ConnectError::io(format!("open {path} for appending"), e))
+        })
+        .await
+        .map_err(|e| ConnectError::fatal(format!("opening {} failed: {e}", self.config.file)))??;
         info!(connector = %context.connector, task = context.task, file = %self.config.file, "writing");
-        self.writer = Some(BufWriter::with_capacity(256 * 1024, file));
+        self.file = Some(file);
         Ok(())
     }
 
     async fn put(&mut self, records: Vec<SinkRecord>) -> Result<()> {
-        let file = self.config.file.clone();
-        let writer = self.writer()?;
         for record in records {
-            let line = format!("{}\n", record.value);
-            writer
-                .write_all(line.as_bytes())
-                .await
-                .map_err(|e| ConnectError::io(format!("write {file}"), e))?;
+            let tp = record.topic_partition();
+            if self.appended.get(&tp).is_some_and(|o| *o >= record.offset) {
+                // Appended by an earlier try of this put.
+                continue;
+            }
+            writeln!(self.pending, "{}", record.value)
+                .map_err(|e| ConnectError::io("format a record", e))?;
+            self.appended.insert(tp, record.offset);
+        }
+        if self.pending.len() >= WRITE_AT {
+            self.write_out(false).await?;
         }
         Ok(())
     }
 
     async fn flush(&mut self, _offsets: &HashMap<TopicPartition, i64>) -> Result<()> {
-        let file = self.config.file.clone();
-        let writer = self.writer()?;
-        writer
-            .flush()
-            .await
-            .map_err(|e| ConnectError::io(format!("flush {file}"), e))?;
-        writer
-            .get_ref()
-            .sync_data()
-            .await
-            .map_err(|e| ConnectError::io(format!("sync {file}"), e))
+        self.write_out(true).await
     }
 
     async fn stop(&mut self) -> Result<()> {
-        if let Some(mut writer) = self.writer.take() {
-            writer
-                .flush()
-                .await
-                .map_err(|e| ConnectError::io(format!("flush {}", self.config.file), e))?;
+        if self.file.is_some() {
+            self.write_out(false).await?;
         }
+        self.file = None;
         Ok(())
     }
 }
@@ -167,6 +218,39 @@ mod tests {
             "existing\na\n7\nnull\n"
         );
         task.stop().await.expect("stop");
+    }
+
+    #[tokio::test]
+    async fn a_failed_write_keeps_its_lines_and_a_retried_put_appends_each_once() {
+        let props: Props = [("file".to_string(), "/dev/full".to_string())].into();
+        let mut task = FileSinkTask::new(&props).expect("valid");
+        let context = SinkTaskContext {
+            connector: "sink".into(),
+            task: 0,
+            reporter: None,
+            committer: Arc::new(NoCommits),
+        };
+        task.start(context).await.expect("start");
+        let batch = || {
+            (0..3)
+                .map(|i| record(i, Value::Int64(i)))
+                .collect::<Vec<_>>()
+        };
+        task.put(batch()).await.expect("put");
+        let err = task
+            .flush(&HashMap::new())
+            .await
+            .expect_err("the disk is full");
+        assert!(err.is_retriable(), "a full disk may be freed: {err}");
+        assert!(err.message.contains("/dev/full"), "{err}");
+        // The runtime retries: the same records again, then the flush, now on a disk with room.
+        task.put(batch()).await.expect("put again");
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("out.txt");
+        let roomy = std::fs::File::create(&path).expect("create");
+        task.file = Some(roomy);
+        task.flush(&HashMap::new()).await.expect("flush");
+        assert_eq!(std::fs::read_to_string(&path).expect("read"), "0\n1\n2\n");
     }
 
     #[test]
