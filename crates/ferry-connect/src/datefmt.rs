@@ -1,6 +1,6 @@
 //! Date patterns in the syntax of Java's `SimpleDateFormat` (and Joda's, for what they share),
 //! which Kafka Connect users already write: `yyyyMMdd`, `yyyy-MM-dd'T'HH:mm:ss.SSS'Z'`. Times
-//! are formatted in UTC.
+//! are formatted in UTC, or at a given offset from it.
 
 use crate::error::{ConnectError, Result};
 use crate::logical::{civil_from_days, MILLIS_PER_DAY};
@@ -102,6 +102,14 @@ impl DatePattern {
 
     /// Milliseconds since the epoch, formatted in UTC.
     pub fn format(&self, millis: i64) -> String {
+        self.format_in(millis, 0, "UTC")
+    }
+
+    /// Milliseconds since the epoch, formatted in a time zone `offset_ms` ahead of UTC at that
+    /// instant; `zone` is its name, for the `z` letter.
+    pub fn format_in(&self, millis: i64, offset_ms: i64, zone: &str) -> String {
+        let utc = offset_ms == 0 && zone == "UTC";
+        let millis = millis + offset_ms;
         let days = millis.div_euclid(MILLIS_PER_DAY);
         let in_day = millis.rem_euclid(MILLIS_PER_DAY);
         let (year, month, day) = civil_from_days(days);
@@ -138,13 +146,20 @@ impl DatePattern {
                     'm' => num(&mut out, minute, *n),
                     's' => num(&mut out, second, *n),
                     'S' => num(&mut out, milli, *n),
-                    'z' => out.push_str(if *n >= 4 {
-                        "Coordinated Universal Time"
-                    } else {
-                        "UTC"
-                    }),
-                    'Z' => out.push_str("+0000"),
-                    _ => out.push('Z'), // 'X': UTC is "Z"
+                    'z' if utc && *n >= 4 => out.push_str("Coordinated Universal Time"),
+                    'z' => out.push_str(zone),
+                    'X' if offset_ms == 0 => out.push('Z'),
+                    _ => {
+                        // 'Z': +0900; 'X': +09, +0900, +09:00 as the count grows.
+                        let sign = if offset_ms < 0 { '-' } else { '+' };
+                        let minutes = offset_ms.abs() / 60_000;
+                        let (h, m) = (minutes / 60, minutes % 60);
+                        out.push_str(&match (c, n) {
+                            ('X', 1) => format!("{sign}{h:02}"),
+                            ('X', 3..) => format!("{sign}{h:02}:{m:02}"),
+                            _ => format!("{sign}{h:02}{m:02}"),
+                        });
+                    }
                 },
             }
         }
@@ -338,6 +353,20 @@ mod tests {
             assert_eq!(p.format(t), want, "{pattern}");
         }
         assert_eq!(DatePattern::parse("yyyy").expect("ok").format(0), "1970");
+    }
+
+    #[test]
+    fn patterns_format_in_a_time_zone() {
+        // 2023-11-14T22:13:20.042Z is 2023-11-15 07:13 in Seoul (+09:00).
+        let t = 1_700_000_000_042;
+        let seoul = 9 * 3_600_000;
+        let p = DatePattern::parse("yyyyMMdd/HH/mm z Z X XXX").expect("valid");
+        assert_eq!(
+            p.format_in(t, seoul, "KST"),
+            "20231115/07/13 KST +0900 +09 +09:00"
+        );
+        let p = DatePattern::parse("HH:mm Z").expect("valid");
+        assert_eq!(p.format_in(t, -(3 * 3_600_000 + 1_800_000), "NST"), "18:43 -0330");
     }
 
     #[test]
