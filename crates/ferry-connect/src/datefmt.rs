@@ -366,7 +366,10 @@ mod tests {
             "20231115/07/13 KST +0900 +09 +09:00"
         );
         let p = DatePattern::parse("HH:mm Z").expect("valid");
-        assert_eq!(p.format_in(t, -(3 * 3_600_000 + 1_800_000), "NST"), "18:43 -0330");
+        assert_eq!(
+            p.format_in(t, -(3 * 3_600_000 + 1_800_000), "NST"),
+            "18:43 -0330"
+        );
     }
 
     #[test]

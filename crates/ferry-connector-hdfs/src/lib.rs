@@ -1,0 +1,10 @@
+//! The HDFS sink, as Confluent's `HdfsSinkConnector` is configured, on HDFS or on a directory
+//! every worker shares. Exactly once (DESIGN.md "Exactly-once sinks"): records go to temporary
+//! files named per (topic, partition, generation, uuid); a rotation closes and syncs them and
+//! commits "files tmp → final, offsets start → next" through Raft with compare-and-set; only an
+//! accepted commit is renamed to Confluent's `<topic>+<partition>+<start>+<end>.<ext>`.
+//!
+//! Built so far: the partitioners (`partitioner`). The storage, formats, rotation and the task
+//! come next.
+
+pub mod partitioner;
