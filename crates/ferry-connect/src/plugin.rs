@@ -21,8 +21,17 @@ impl PluginKind {
     }
 }
 
-/// A cross-property check: (field, error) pairs.
-pub type ConfigCheck = fn(&BTreeMap<String, String>) -> Vec<(String, String)>;
+/// What a cross-property check found about one property.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Finding {
+    /// The config is invalid: (property, error).
+    Error(String, String),
+    /// Valid, but the user should know: (property, warning).
+    Warning(String, String),
+}
+
+/// A cross-property check.
+pub type ConfigCheck = fn(&BTreeMap<String, String>) -> Vec<Finding>;
 
 /// How a plugin's tasks are built from their task configs.
 #[derive(Clone, Copy, Debug)]

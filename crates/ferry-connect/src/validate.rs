@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 
 use crate::config::{connector_common, sink_common, ConfigDef, ConfigKey, ConfigType, Support};
-use crate::plugin::{find, PluginDesc, PluginKind};
+use crate::plugin::{find, Finding, PluginDesc, PluginKind};
 
 /// The validation of one property.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -68,12 +68,20 @@ impl Validation {
 
     /// An error on property `name`, listed with the property's result (added if absent).
     fn add_error(&mut self, config: &BTreeMap<String, String>, name: &str, error: String) {
-        match self.field(name) {
-            Some(field) => field.errors.push(error),
+        self.field_or_new(config, name).errors.push(error);
+    }
+
+    fn add_warning(&mut self, config: &BTreeMap<String, String>, name: &str, warning: String) {
+        self.field_or_new(config, name).warnings.push(warning);
+    }
+
+    fn field_or_new(&mut self, config: &BTreeMap<String, String>, name: &str) -> &mut FieldResult {
+        match self.fields.iter().position(|f| f.name == name) {
+            Some(i) => &mut self.fields[i],
             None => {
-                let mut field = FieldResult::new(name, config.get(name));
-                field.errors.push(error);
-                self.fields.push(field);
+                self.fields.push(FieldResult::new(name, config.get(name)));
+                let last = self.fields.len() - 1;
+                &mut self.fields[last]
             }
         }
     }
@@ -150,8 +158,13 @@ pub fn validate(plugins: &[PluginDesc], config: &BTreeMap<String, String>) -> Va
             check_topics(config, &mut validation);
         }
         if let Some(check) = plugin.check {
-            for (name, error) in check(config) {
-                validation.add_error(config, &name, error);
+            for finding in check(config) {
+                match finding {
+                    Finding::Error(name, error) => validation.add_error(config, &name, error),
+                    Finding::Warning(name, warning) => {
+                        validation.add_warning(config, &name, warning)
+                    }
+                }
             }
         }
     }

@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 
 use ferry_connect::config::{non_empty, parsed, positive, required};
-use ferry_connect::plugin::TaskFactory;
+use ferry_connect::plugin::{Finding, TaskFactory};
 use ferry_connect::task::Props;
 use ferry_connect::{ConfigDef, ConfigKey, ConfigType, Importance, PluginDesc, Result};
 
@@ -117,9 +117,9 @@ fn source_config() -> ConfigDef {
 }
 
 /// Kafka Connect's FileStreamSource takes exactly one topic.
-fn check_source(config: &BTreeMap<String, String>) -> Vec<(String, String)> {
+fn check_source(config: &BTreeMap<String, String>) -> Vec<Finding> {
     match config.get("topic") {
-        Some(topic) if topic.contains(',') => vec![(
+        Some(topic) if topic.contains(',') => vec![Finding::Error(
             "topic".to_string(),
             format!("must name a single topic, got {topic:?}"),
         )],

@@ -4,7 +4,9 @@
 //! commits "files tmp → final, offsets start → next" through Raft with compare-and-set; only an
 //! accepted commit is renamed to Confluent's `<topic>+<partition>+<start>+<end>.<ext>`.
 //!
-//! Built so far: the partitioners (`partitioner`). The storage, formats, rotation and the task
-//! come next.
+//! Built so far: the config (`config`) and the partitioners (`partitioner`). The storage,
+//! formats, rotation and the task
+//! come next; until then the plugin is not registered.
 
+pub mod config;
 pub mod partitioner;
