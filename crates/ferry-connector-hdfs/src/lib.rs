@@ -9,4 +9,5 @@
 //! come next; until then the plugin is not registered.
 
 pub mod config;
+pub mod naming;
 pub mod partitioner;
