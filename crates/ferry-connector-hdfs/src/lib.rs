@@ -11,3 +11,4 @@
 pub mod config;
 pub mod naming;
 pub mod partitioner;
+pub mod storage;
