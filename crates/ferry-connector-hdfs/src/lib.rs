@@ -9,6 +9,7 @@
 //! come next; until then the plugin is not registered.
 
 pub mod config;
+pub mod format;
 pub mod naming;
 pub mod partitioner;
 pub mod storage;
