@@ -62,7 +62,15 @@ pub enum CommitOutcome {
 pub trait SinkCommitter: Send + Sync {
     async fn commit(&self, commit: SinkCommit) -> Result<CommitOutcome>;
     /// The next offset recorded for a partition.
-    async fn committed(&self, partition: &TopicPartition) -> Result<Option<i64>>;
+    async fn committed(&self, partition: &TopicPartition) -> Result<Option<i64>> {
+        Ok(self.last_commit(partition).await?.map(|(next, _)| next))
+    }
+    /// The next offset recorded for a partition and the payload of the last commit accepted
+    /// for it (what a starting task replays).
+    async fn last_commit(
+        &self,
+        partition: &TopicPartition,
+    ) -> Result<Option<(i64, BTreeMap<String, String>)>>;
 }
 
 /// What a sink task is given when it starts.
@@ -84,6 +92,11 @@ pub trait SinkTask: Send {
     }
     /// Write (or buffer) records.
     async fn put(&mut self, records: Vec<SinkRecord>) -> Result<()>;
+    /// Called about once a second, whether records arrive or not: time-based work (a
+    /// scheduled rotation) belongs here.
+    async fn tick(&mut self) -> Result<()> {
+        Ok(())
+    }
     /// Make everything put so far durable.
     async fn flush(&mut self, offsets: &HashMap<TopicPartition, i64>) -> Result<()>;
     /// The offsets (next offset per partition) that may be committed; by default flush, then all

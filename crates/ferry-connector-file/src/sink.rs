@@ -170,7 +170,10 @@ mod tests {
                 "FileStreamSink does not commit by itself",
             ))
         }
-        async fn committed(&self, _partition: &TopicPartition) -> Result<Option<i64>> {
+        async fn last_commit(
+            &self,
+            _partition: &TopicPartition,
+        ) -> Result<Option<(i64, std::collections::BTreeMap<String, String>)>> {
             Ok(None)
         }
     }

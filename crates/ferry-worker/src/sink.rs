@@ -257,6 +257,17 @@ impl SinkLoop {
         }
     }
 
+    /// The task's time-based work, retried as `put` is.
+    async fn tick(&mut self) -> Result<(), Failure> {
+        let mut retry = Retry::new(&self.errors, "tick");
+        loop {
+            match self.task.tick().await {
+                Ok(()) => return Ok(()),
+                Err(e) => retry.after(e, &mut self.stop, &self.ctx.label()).await?,
+            }
+        }
+    }
+
     /// Commit what `pre_commit` allows, with this task's generation.
     async fn commit(&mut self) -> Result<(), Failure> {
         if self.next == self.committed {
@@ -312,6 +323,8 @@ impl SinkLoop {
     ) -> Result<(), Failure> {
         let mut flush = tokio::time::interval(self.ctx.settings.offset_flush_interval);
         flush.tick().await;
+        let mut clock = tokio::time::interval(Duration::from_secs(1));
+        clock.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let mut paused = false;
         let mut reported: Option<TargetState> = None;
         loop {
@@ -335,6 +348,7 @@ impl SinkLoop {
                 _ = stopped(stop) => return Ok(()),
                 changed = control.changed() => if changed.is_err() { return Ok(()) },
                 _ = flush.tick() => self.commit().await?,
+                _ = clock.tick() => self.tick().await?,
                 first = self.consumer.recv(), if !paused => {
                     let first = first.map_err(|e| kafka_error("consume", e))?;
                     let mut batch = Batch::default();

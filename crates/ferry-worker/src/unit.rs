@@ -267,11 +267,27 @@ impl SinkCommitter for RaftCommitter {
         }
     }
 
-    async fn committed(&self, partition: &TopicPartition) -> ferry_connect::Result<Option<i64>> {
+    async fn last_commit(
+        &self,
+        partition: &TopicPartition,
+    ) -> ferry_connect::Result<Option<(i64, BTreeMap<String, String>)>> {
         self.ctx.node.linearizable().await.map_err(|e| {
             ConnectError::retriable(format!("the control plane is unavailable: {e}"))
         })?;
-        Ok(self.ctx.sink_offsets().get(partition).copied())
+        let applied = self.ctx.node.state().read();
+        let Some(offsets) = applied.state.offsets.get(&self.ctx.name) else {
+            return Ok(None);
+        };
+        let Some(next) = offsets.next_offset(&partition.topic, partition.partition) else {
+            return Ok(None);
+        };
+        let payload = offsets
+            .commits
+            .get(&partition.topic)
+            .and_then(|parts| parts.get(&partition.partition))
+            .cloned()
+            .unwrap_or_default();
+        Ok(Some((next, payload)))
     }
 }
 
