@@ -78,6 +78,8 @@ pub trait SinkCommitter: Send + Sync {
 pub struct SinkTaskContext {
     pub connector: String,
     pub task: u32,
+    /// The generation this run of the task has (for unique file names; commits carry it).
+    pub generation: u64,
     pub reporter: Option<Arc<dyn ErrantRecordReporter>>,
     pub committer: Arc<dyn SinkCommitter>,
 }

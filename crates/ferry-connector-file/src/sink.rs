@@ -202,6 +202,7 @@ mod tests {
         let context = SinkTaskContext {
             connector: "sink".into(),
             task: 0,
+            generation: 1,
             reporter: None,
             committer: Arc::new(NoCommits),
         };
@@ -230,6 +231,7 @@ mod tests {
         let context = SinkTaskContext {
             connector: "sink".into(),
             task: 0,
+            generation: 1,
             reporter: None,
             committer: Arc::new(NoCommits),
         };

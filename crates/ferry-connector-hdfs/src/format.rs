@@ -47,7 +47,9 @@ struct Lines {
 impl RecordWriter for Lines {
     fn write(&mut self, record: &SinkRecord) -> Result<()> {
         match &self.json {
-            None => self.buf.extend_from_slice(record.value.to_string().as_bytes()),
+            None => self
+                .buf
+                .extend_from_slice(record.value.to_string().as_bytes()),
             Some(json) => {
                 let bytes = json
                     .encode(&record.topic, record.value_schema.as_ref(), &record.value)
@@ -105,14 +107,18 @@ mod tests {
         let order = record(decoded.schema, decoded.value);
         let mut text = writer(FormatKind::String).expect("writer");
         text.write(&order).expect("write");
-        text.write(&record(None, Value::Null)).expect("a tombstone is written too");
+        text.write(&record(None, Value::Null))
+            .expect("a tombstone is written too");
         assert_eq!(
             String::from_utf8(text.finish().expect("finish")).expect("utf-8"),
             "Struct{user=irene,timestamp=1552581432345}\nnull\n"
         );
         let mut json = writer(FormatKind::Json).expect("writer");
         json.write(&order).expect("write");
-        assert_eq!(json.take(), b"{\"user\":\"irene\",\"timestamp\":1552581432345}\n");
+        assert_eq!(
+            json.take(),
+            b"{\"user\":\"irene\",\"timestamp\":1552581432345}\n"
+        );
         json.write(&record(None, Value::Null)).expect("null");
         assert_eq!(json.finish().expect("finish"), b"null\n");
     }
@@ -125,6 +131,9 @@ mod tests {
             .write(&record(Some(schema), Value::String("x".into())))
             .expect_err("does not fit");
         assert!(!err.is_retriable());
-        assert!(err.message.contains("irene-shopping-log-0 offset 5"), "{err}");
+        assert!(
+            err.message.contains("irene-shopping-log-0 offset 5"),
+            "{err}"
+        );
     }
 }

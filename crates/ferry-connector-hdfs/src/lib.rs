@@ -12,4 +12,6 @@ pub mod config;
 pub mod format;
 pub mod naming;
 pub mod partitioner;
+pub mod sink;
 pub mod storage;
+pub mod writer;

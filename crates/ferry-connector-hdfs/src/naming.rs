@@ -133,10 +133,17 @@ mod tests {
         );
         // A name written by Confluent with another pad width still parses.
         assert_eq!(
-            n.parse_committed("t+0+12+15.avro").map(|c| (c.start, c.end)),
+            n.parse_committed("t+0+12+15.avro")
+                .map(|c| (c.start, c.end)),
             Some((12, 15))
         );
-        for other in ["t+0+12+15.parquet", "t+0+15.avro", "t+x+1+2.avro", "t+0+9+2.avro", "+0+1+2.avro"] {
+        for other in [
+            "t+0+12+15.parquet",
+            "t+0+15.avro",
+            "t+x+1+2.avro",
+            "t+0+9+2.avro",
+            "+0+1+2.avro",
+        ] {
             assert_eq!(n.parse_committed(other), None, "{other}");
         }
     }
@@ -144,7 +151,13 @@ mod tests {
     #[test]
     fn temporary_names_are_unique_and_found_by_their_partition() {
         let n = names();
-        let tmp = n.tmp("irene-shopping-log", "20190314/16/30/201903141630", 3, 7, "4f2a");
+        let tmp = n.tmp(
+            "irene-shopping-log",
+            "20190314/16/30/201903141630",
+            3,
+            7,
+            "4f2a",
+        );
         assert_eq!(
             tmp,
             "/data/log/+tmp/irene-shopping-log/20190314/16/30/201903141630/irene-shopping-log+3+7+4f2a_tmp.avro"

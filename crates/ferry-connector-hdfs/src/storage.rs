@@ -181,23 +181,30 @@ impl Storage for LocalStorage {
 
     async fn delete(&self, path: &str) -> Result<()> {
         let full = self.resolve(path);
-        blocking(format!("delete {}", full.display()), move || {
-            match std::fs::remove_file(&full) {
+        blocking(
+            format!("delete {}", full.display()),
+            move || match std::fs::remove_file(&full) {
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
                 other => other,
-            }
-        })
+            },
+        )
         .await
     }
 
     async fn exists(&self, path: &str) -> Result<bool> {
         let full = self.resolve(path);
-        blocking(format!("look up {}", full.display()), move || Ok(full.exists())).await
+        blocking(format!("look up {}", full.display()), move || {
+            Ok(full.exists())
+        })
+        .await
     }
 
     async fn read(&self, path: &str) -> Result<Vec<u8>> {
         let full = self.resolve(path);
-        blocking(format!("read {}", full.display()), move || std::fs::read(&full)).await
+        blocking(format!("read {}", full.display()), move || {
+            std::fs::read(&full)
+        })
+        .await
     }
 }
 
@@ -212,24 +219,39 @@ mod tests {
         let mut out = store.create("/t/+tmp/a/x_tmp.txt").await.expect("create");
         out.write(b"one\n".to_vec()).await.expect("write");
         out.close().await.expect("close");
-        assert!(store.create("/t/+tmp/a/x_tmp.txt").await.is_err(), "never overwritten");
+        assert!(
+            store.create("/t/+tmp/a/x_tmp.txt").await.is_err(),
+            "never overwritten"
+        );
         assert_eq!(
-            store.rename("/t/+tmp/a/x_tmp.txt", "/t/a/x.txt").await.expect("rename"),
+            store
+                .rename("/t/+tmp/a/x_tmp.txt", "/t/a/x.txt")
+                .await
+                .expect("rename"),
             Renamed::Done
         );
         assert_eq!(
-            store.rename("/t/+tmp/a/x_tmp.txt", "/t/a/x.txt").await.expect("replay"),
+            store
+                .rename("/t/+tmp/a/x_tmp.txt", "/t/a/x.txt")
+                .await
+                .expect("replay"),
             Renamed::AlreadyThere
         );
         assert_eq!(
-            store.rename("/t/+tmp/a/y_tmp.txt", "/t/a/y.txt").await.expect("lost"),
+            store
+                .rename("/t/+tmp/a/y_tmp.txt", "/t/a/y.txt")
+                .await
+                .expect("lost"),
             Renamed::Missing
         );
         assert_eq!(store.read("/t/a/x.txt").await.expect("read"), b"one\n");
         assert_eq!(store.list_files("/t").await.expect("list"), ["/t/a/x.txt"]);
         assert!(store.list_files("/nowhere").await.expect("list").is_empty());
         store.delete("/t/a/x.txt").await.expect("delete");
-        store.delete("/t/a/x.txt").await.expect("deleting twice is fine");
+        store
+            .delete("/t/a/x.txt")
+            .await
+            .expect("deleting twice is fine");
         assert!(!store.exists("/t/a/x.txt").await.expect("exists"));
     }
 }

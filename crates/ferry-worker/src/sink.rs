@@ -97,6 +97,7 @@ impl SinkLoop {
         task.start(SinkTaskContext {
             connector: ctx.name.clone(),
             task: ctx.task.unwrap_or_default(),
+            generation: ctx.generation,
             reporter: Some(reporter.clone()),
             committer: Arc::new(RaftCommitter::new(ctx.clone())),
         })
