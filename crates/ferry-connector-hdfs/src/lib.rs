@@ -15,3 +15,5 @@ pub mod partitioner;
 pub mod sink;
 pub mod storage;
 pub mod writer;
+
+pub use config::{hdfs3_sink_plugin, sink_plugin};

@@ -7,5 +7,7 @@ pub fn plugins() -> Vec<PluginDesc> {
     vec![
         ferry_connector_file::sink_plugin(),
         ferry_connector_file::source_plugin(),
+        ferry_connector_hdfs::sink_plugin(),
+        ferry_connector_hdfs::hdfs3_sink_plugin(),
     ]
 }
