@@ -309,9 +309,10 @@ pub fn check(config: &BTreeMap<String, String>) -> Vec<Finding> {
         }
     }
     // What is not built yet is refused up front, not at the first record.
-    let format = config
-        .get("format.class")
-        .map_or("io.confluent.connect.hdfs.avro.AvroFormat (the default)", |f| f.as_str());
+    let format = config.get("format.class").map_or(
+        "io.confluent.connect.hdfs.avro.AvroFormat (the default)",
+        |f| f.as_str(),
+    );
     if matches!(
         FormatKind::of_class(format.split(' ').next().unwrap_or(format)),
         Some(FormatKind::Avro | FormatKind::Parquet)
@@ -501,7 +502,10 @@ mod tests {
     fn cross_property_problems_name_the_property() {
         let mut c = seed_000();
         c.remove("hdfs.url");
-        c.insert("format.class".into(), "io.confluent.connect.hdfs.json.JsonFormat".into());
+        c.insert(
+            "format.class".into(),
+            "io.confluent.connect.hdfs.json.JsonFormat".into(),
+        );
         let errors = |c: &Props| -> Vec<String> {
             check(c)
                 .into_iter()

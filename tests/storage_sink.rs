@@ -1,0 +1,184 @@
+//! The HDFS sink on a directory every worker shares, through real ferryd processes and a
+//! broker: Confluent-named files under `topics.dir`, and every record exactly once across a
+//! `kill -9` of a worker that was writing.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use ferry_tests::pipeline::{create, create_source, started, write_input};
+use ferry_tests::{say, wait_for, Cluster, Kafka, Settings};
+
+const FLOW: Duration = Duration::from_secs(120);
+
+fn files_under(dir: &Path, out: &mut Vec<PathBuf>) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            files_under(&path, out);
+        } else {
+            out.push(path);
+        }
+    }
+}
+
+/// Every committed file of `topic`, by name, with the records it holds (JSON strings).
+fn committed(store: &Path, topic: &str) -> BTreeMap<String, Vec<String>> {
+    let mut files = Vec::new();
+    files_under(&store.join("data/log").join(topic), &mut files);
+    files
+        .into_iter()
+        .map(|f| {
+            let text = std::fs::read_to_string(&f).unwrap_or_default();
+            let records = text
+                .lines()
+                .map(|l| serde_json::from_str::<String>(l).expect("a JSON string per line"))
+                .collect();
+            (
+                f.strip_prefix(store)
+                    .expect("in the store")
+                    .to_string_lossy()
+                    .to_string(),
+                records,
+            )
+        })
+        .collect()
+}
+
+fn task_workers(cluster: &Cluster, node: u64, name: &str) -> Vec<(String, String)> {
+    let status = cluster.json(node, &["connectors", "status", name]);
+    status["tasks"]
+        .as_array()
+        .map(|tasks| {
+            tasks
+                .iter()
+                .map(|t| {
+                    (
+                        t["state"].as_str().unwrap_or_default().to_string(),
+                        t["worker_id"].as_str().unwrap_or_default().to_string(),
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[test]
+fn storage_sink_writes_confluent_named_files_exactly_once_across_a_kill_9() {
+    let kafka = Kafka::start(&[("shop", 3)]);
+    let (mut cluster, leader) = started(3, &kafka, Settings::default());
+    let store = cluster.dir.path().join("store");
+    let store_url = format!("file://{}", store.display());
+    let (input, first) = write_input(&cluster, 3000);
+    create_source(&cluster, leader, &input, "shop");
+    create(
+        &cluster,
+        leader,
+        "hdfs",
+        &[
+            (
+                "connector.class",
+                "io.confluent.connect.hdfs.HdfsSinkConnector",
+            ),
+            ("topics", "shop"),
+            ("tasks.max", "3"),
+            ("store.url", &store_url),
+            ("topics.dir", "/data/log"),
+            ("format.class", "io.confluent.connect.hdfs.json.JsonFormat"),
+            ("flush.size", "200"),
+            ("rotate.schedule.interval.ms", "2000"),
+        ],
+    );
+    wait_for("three sink tasks running", FLOW, || {
+        let t = task_workers(&cluster, leader, "hdfs");
+        (t.len() == 3 && t.iter().all(|(s, _)| s == "RUNNING")).then_some(())
+    });
+    wait_for("the first records committed", FLOW, || {
+        let n: usize = committed(&store, "shop").values().map(Vec::len).sum();
+        (n >= 1000).then_some(())
+    });
+    // Kill a follower that writes; more records arrive meanwhile.
+    let workers = task_workers(&cluster, leader, "hdfs");
+    let victim = cluster
+        .nodes
+        .keys()
+        .copied()
+        .filter(|id| *id != leader)
+        .find(|id| workers.iter().any(|(_, w)| *w == cluster.node(*id).api))
+        .expect("a follower runs sink tasks");
+    let victim_api = cluster.node(victim).api.clone();
+    let killed = Instant::now();
+    cluster.kill9(victim);
+    let more: String = (3000..6000).map(|i| format!("line-{i:05}\n")).collect();
+    {
+        use std::io::Write;
+        let mut f = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&input)
+            .expect("open input");
+        f.write_all(more.as_bytes()).expect("append");
+    }
+    let failover = wait_for("the victim's tasks running elsewhere", FLOW, || {
+        let t = task_workers(&cluster, leader, "hdfs");
+        (t.len() == 3 && t.iter().all(|(s, w)| s == "RUNNING" && *w != victim_api))
+            .then(|| killed.elapsed())
+    });
+    let mut expected = first;
+    expected.extend((3000..6000).map(|i| format!("line-{i:05}")));
+    let files = wait_for("every record in a committed file", FLOW, || {
+        let files = committed(&store, "shop");
+        let n: usize = files.values().map(Vec::len).sum();
+        (n >= expected.len()).then_some(files)
+    });
+    let all: Vec<&String> = files.values().flatten().collect();
+    let unique: BTreeSet<&String> = all.iter().copied().collect();
+    assert_eq!(all.len(), unique.len(), "no record twice");
+    assert_eq!(
+        unique,
+        expected.iter().collect::<BTreeSet<_>>(),
+        "no record lost"
+    );
+    // Confluent's names: data/log/shop/partition=N/shop+N+start+end.json, ranges that tile
+    // each partition from 0 without gaps or overlaps.
+    let mut ranges: BTreeMap<i32, Vec<(i64, i64, usize)>> = BTreeMap::new();
+    for (path, records) in &files {
+        let name = path.rsplit('/').next().expect("a name");
+        let parts: Vec<&str> = name.trim_end_matches(".json").split('+').collect();
+        assert_eq!(parts.len(), 4, "{path}");
+        assert_eq!(parts[0], "shop");
+        assert!(
+            path.starts_with(&format!("data/log/shop/partition={}/", parts[1])),
+            "{path}"
+        );
+        assert_eq!(parts[2].len(), 10, "zero-padded: {path}");
+        let (p, s, e) = (
+            parts[1].parse().expect("partition"),
+            parts[2].parse().expect("start"),
+            parts[3].parse().expect("end"),
+        );
+        ranges.entry(p).or_default().push((s, e, records.len()));
+    }
+    assert_eq!(ranges.len(), 3, "every partition has files");
+    for (p, mut r) in ranges {
+        r.sort();
+        let mut next = 0;
+        for (s, e, n) in r {
+            assert_eq!(s, next, "partition {p}: files tile the offsets");
+            assert_eq!(
+                (e - s + 1) as usize,
+                n,
+                "partition {p}: a file holds its range"
+            );
+            next = e + 1;
+        }
+    }
+    say(format!(
+        "STORAGE SINK: {} records in {} files exactly once; node {victim}'s tasks moved {} ms after kill -9",
+        all.len(),
+        files.len(),
+        failover.as_millis()
+    ));
+}
