@@ -4,7 +4,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
-use ferry_tests::pipeline::{create, create_source, started, write_input};
+use ferry_tests::pipeline::{create, create_source, started, task_workers, write_input};
 use ferry_tests::{lines_in_work_dirs, say, wait_for, Cluster, Kafka, Settings};
 use serde_json::Value;
 
@@ -194,24 +194,6 @@ fn pipeline(cluster: &Cluster, node: u64, input: &std::path::Path, tasks: &str) 
             ("file", "sink.out"),
         ],
     );
-}
-
-fn task_workers(cluster: &Cluster, node: u64, name: &str) -> Vec<(String, String)> {
-    let status = cluster.json(node, &["connectors", "status", name]);
-    status["tasks"]
-        .as_array()
-        .map(|tasks| {
-            tasks
-                .iter()
-                .map(|t| {
-                    (
-                        t["state"].as_str().unwrap_or_default().to_string(),
-                        t["worker_id"].as_str().unwrap_or_default().to_string(),
-                    )
-                })
-                .collect()
-        })
-        .unwrap_or_default()
 }
 
 /// A follower (not the leader) that runs at least one task of the "sink" connector.

@@ -6,8 +6,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use ferry_tests::pipeline::{create, create_source, started, write_input};
-use ferry_tests::{say, wait_for, Cluster, Kafka, Settings};
+use ferry_tests::pipeline::{create, create_source, started, task_workers, write_input};
+use ferry_tests::{say, wait_for, Kafka, Settings};
 
 const FLOW: Duration = Duration::from_secs(120);
 
@@ -46,24 +46,6 @@ fn committed(store: &Path, topic: &str) -> BTreeMap<String, Vec<String>> {
             )
         })
         .collect()
-}
-
-fn task_workers(cluster: &Cluster, node: u64, name: &str) -> Vec<(String, String)> {
-    let status = cluster.json(node, &["connectors", "status", name]);
-    status["tasks"]
-        .as_array()
-        .map(|tasks| {
-            tasks
-                .iter()
-                .map(|t| {
-                    (
-                        t["state"].as_str().unwrap_or_default().to_string(),
-                        t["worker_id"].as_str().unwrap_or_default().to_string(),
-                    )
-                })
-                .collect()
-        })
-        .unwrap_or_default()
 }
 
 #[test]

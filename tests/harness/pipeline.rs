@@ -67,3 +67,22 @@ pub fn create(cluster: &Cluster, node: u64, name: &str, config: &[(&str, &str)])
         &["connectors", "create", "-f", &file.to_string_lossy()],
     );
 }
+
+/// Each task of a connector: (state, worker id), from its status.
+pub fn task_workers(cluster: &Cluster, node: u64, name: &str) -> Vec<(String, String)> {
+    let status = cluster.json(node, &["connectors", "status", name]);
+    status["tasks"]
+        .as_array()
+        .map(|tasks| {
+            tasks
+                .iter()
+                .map(|t| {
+                    (
+                        t["state"].as_str().unwrap_or_default().to_string(),
+                        t["worker_id"].as_str().unwrap_or_default().to_string(),
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}

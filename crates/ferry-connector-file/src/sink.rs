@@ -178,6 +178,16 @@ mod tests {
         }
     }
 
+    fn context() -> SinkTaskContext {
+        SinkTaskContext {
+            connector: "sink".into(),
+            task: 0,
+            generation: 1,
+            reporter: None,
+            committer: Arc::new(NoCommits),
+        }
+    }
+
     fn record(offset: i64, value: Value) -> SinkRecord {
         SinkRecord {
             topic: "t".into(),
@@ -199,14 +209,7 @@ mod tests {
         std::fs::write(&path, "existing\n").expect("write");
         let props: Props = [("file".to_string(), path.to_string_lossy().to_string())].into();
         let mut task = FileSinkTask::build(&props).expect("valid");
-        let context = SinkTaskContext {
-            connector: "sink".into(),
-            task: 0,
-            generation: 1,
-            reporter: None,
-            committer: Arc::new(NoCommits),
-        };
-        task.start(context).await.expect("start");
+        task.start(context()).await.expect("start");
         task.put(vec![
             record(0, Value::String("a".into())),
             record(1, Value::Int32(7)),
@@ -228,14 +231,7 @@ mod tests {
     async fn a_failed_write_keeps_its_lines_and_a_retried_put_appends_each_once() {
         let props: Props = [("file".to_string(), "/dev/full".to_string())].into();
         let mut task = FileSinkTask::new(&props).expect("valid");
-        let context = SinkTaskContext {
-            connector: "sink".into(),
-            task: 0,
-            generation: 1,
-            reporter: None,
-            committer: Arc::new(NoCommits),
-        };
-        task.start(context).await.expect("start");
+        task.start(context()).await.expect("start");
         let batch = || {
             (0..3)
                 .map(|i| record(i, Value::Int64(i)))

@@ -89,6 +89,24 @@ impl Reporter {
         }
     }
 
+    /// The error settings of a unit's connector and its reporter (with the DLQ it names).
+    pub async fn of_unit(
+        ctx: &crate::unit::UnitCtx,
+        kafka: &crate::kafka::KafkaSettings,
+    ) -> Result<(ErrorSettings, Reporter), ConnectError> {
+        let errors = ErrorSettings::from_config(&ctx.connector_config)?;
+        let dead_letters = DeadLetters::open(&errors, kafka).await?;
+        let reporter = Reporter::new(
+            ctx.label(),
+            ctx.name.clone(),
+            ctx.task.unwrap_or_default(),
+            ctx.plugin.class.to_string(),
+            errors.clone(),
+            dead_letters,
+        );
+        Ok((errors, reporter))
+    }
+
     /// Whether failures are tolerated, so that a record's bytes must be kept for its report.
     pub fn tolerates(&self) -> bool {
         self.errors.tolerance == Tolerance::All

@@ -18,11 +18,12 @@ use rdkafka::{Offset, TopicPartitionList};
 use tokio::sync::watch;
 use tracing::{debug, info, instrument, warn};
 
-use crate::dlq::{DeadLetters, Original};
+use crate::dlq::Original;
 use crate::report::{Held, Reporter};
 use crate::retry::Retry;
 use crate::unit::{
-    converters, header_converter, lifecycle, stopped, Failure, RaftCommitter, UnitCtx,
+    converter_classes, converters, header_converter, lifecycle, stopped, Failure, RaftCommitter,
+    UnitCtx,
 };
 use ferry_connect::converter::HeaderConverter;
 use ferry_connect::errors::ErrorSettings;
@@ -76,23 +77,9 @@ impl SinkLoop {
         let (key, value) = converters(&ctx)?;
         let headers = header_converter(&ctx)?;
         let transforms = Chain::from_config(&ctx.connector_config)?;
-        let errors = ErrorSettings::from_config(&ctx.connector_config)?;
-        let dead_letters = DeadLetters::open(&errors, &kafka).await?;
-        let reporter = Arc::new(Reporter::new(
-            ctx.label(),
-            ctx.name.clone(),
-            ctx.task.unwrap_or_default(),
-            ctx.plugin.class.to_string(),
-            errors.clone(),
-            dead_letters,
-        ));
-        let classes = ["key.converter", "value.converter", "header.converter"].map(|prefix| {
-            ferry_connect::converter::class_of(
-                prefix,
-                &ctx.connector_config,
-                &ctx.settings.converters,
-            )
-        });
+        let (errors, reporter) = Reporter::of_unit(&ctx, &kafka).await?;
+        let reporter = Arc::new(reporter);
+        let classes = converter_classes(&ctx);
         let mut task = factory(&ctx.task_config)?;
         task.start(SinkTaskContext {
             connector: ctx.name.clone(),

@@ -21,11 +21,12 @@ use rdkafka::producer::{DeliveryFuture, FutureProducer, FutureRecord};
 use tokio::sync::watch;
 use tracing::{debug, info, instrument};
 
-use crate::dlq::{DeadLetters, Original};
+use crate::dlq::Original;
 use crate::report::Reporter;
 use crate::retry::Retry;
 use crate::unit::{
-    converters, header_converter, lifecycle, stopped, CommittedSourceOffsets, Failure, UnitCtx,
+    converter_classes, converters, header_converter, lifecycle, stopped, CommittedSourceOffsets,
+    Failure, UnitCtx,
 };
 use ferry_connect::converter::HeaderConverter;
 use ferry_connect::transform::{Applied, Chain};
@@ -74,23 +75,8 @@ impl SourceLoop {
         let (key, value) = converters(&ctx)?;
         let headers = header_converter(&ctx)?;
         let transforms = Chain::from_config(&ctx.connector_config)?;
-        let errors = ErrorSettings::from_config(&ctx.connector_config)?;
-        let dead_letters = DeadLetters::open(&errors, &kafka).await?;
-        let reporter = Reporter::new(
-            ctx.label(),
-            ctx.name.clone(),
-            ctx.task.unwrap_or_default(),
-            ctx.plugin.class.to_string(),
-            errors.clone(),
-            dead_letters,
-        );
-        let classes = ["key.converter", "value.converter", "header.converter"].map(|prefix| {
-            ferry_connect::converter::class_of(
-                prefix,
-                &ctx.connector_config,
-                &ctx.settings.converters,
-            )
-        });
+        let (errors, reporter) = Reporter::of_unit(&ctx, &kafka).await?;
+        let classes = converter_classes(&ctx);
         let mut config = kafka.client_config();
         config
             .set("enable.idempotence", "true")

@@ -304,6 +304,13 @@ pub fn header_converter(
     ferry_connect::converter::headers(&ctx.connector_config, &ctx.settings.converters)
 }
 
+/// The classes of a unit's key, value and header converters, for error reports.
+pub fn converter_classes(ctx: &UnitCtx) -> [String; 3] {
+    ["key.converter", "value.converter", "header.converter"].map(|prefix| {
+        ferry_connect::converter::class_of(prefix, &ctx.connector_config, &ctx.settings.converters)
+    })
+}
+
 /// Resolves once `stop` turns true (or its sender is gone).
 pub async fn stopped(stop: &mut tokio::sync::watch::Receiver<bool>) {
     let _ = stop.wait_for(|s| *s).await;
