@@ -26,7 +26,8 @@ pub trait Connector: Send + Sync {
 
 /// Where a sink task reports records that failed on their own (Kafka Connect's
 /// `ErrantRecordReporter`): they go to the dead letter queue or the log, as configured, and
-/// the task carries on.
+/// the task carries on. When `report` returns `Ok` the record is in the dead letter queue, so
+/// its offset may be committed.
 #[async_trait]
 pub trait ErrantRecordReporter: Send + Sync {
     async fn report(&self, record: &SinkRecord, error: &ConnectError) -> Result<()>;

@@ -222,7 +222,9 @@ impl ErrantRecordReporter for Reporter {
         };
         let ctx = self.context(consumed, Stage::TaskPut, self.task_class.clone());
         match self.tolerate(&ctx, &original, copy(error)) {
-            Ok(()) => Ok(()),
+            // Delivered before the call returns: an exactly-once sink may commit the
+            // record's offset through Raft right after.
+            Ok(()) => self.flush().await,
             Err(e) => {
                 let answer = copy(&e);
                 self.lock().fatal.get_or_insert(e);
