@@ -11,42 +11,12 @@ use std::process::{Child, Command};
 use std::time::Duration;
 
 use ferry_tests::pipeline::{create, create_source, create_source_with, started};
-use ferry_tests::{lines_in_work_dirs, say, wait_for, Cluster, Kafka, Settings};
+use ferry_tests::{lines_in_work_dirs, read_topic, say, wait_for, Cluster, Kafka, Settings};
 use nix::sys::signal::{killpg, Signal};
 use nix::unistd::Pid;
 use serde_json::Value;
 
 const FLOW: Duration = Duration::from_secs(90);
-
-fn python() -> PathBuf {
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
-    let python = root.join("target/pyenv/bin/python");
-    assert!(
-        python.exists(),
-        "{} is missing: run ./scripts/testbed/python.sh (make test does)",
-        python.display()
-    );
-    python
-}
-
-/// Every record of `topic`, read by confluent-kafka.
-fn read_topic(kafka: &Kafka, topic: &str, expected: usize) -> Vec<Value> {
-    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("py/read_topic.py");
-    let out = Command::new(python())
-        .arg(script)
-        .args([&kafka.bootstrap, topic, &expected.to_string()])
-        .output()
-        .expect("run the Python reader");
-    assert!(
-        out.status.success(),
-        "the Python reader failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .map(|l| serde_json::from_str(l).expect("a JSON line"))
-        .collect()
-}
 
 /// 100 orders as JSON lines, every tenth one cut short; the good ones as FileStreamSink
 /// writes them.

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use ferry_tests::pipeline::{create, create_source, started, task_workers, write_input};
-use ferry_tests::{say, wait_for, Kafka, Settings};
+use ferry_tests::{read_topic, say, wait_for, Kafka, Settings};
 
 const FLOW: Duration = Duration::from_secs(120);
 
@@ -27,6 +27,20 @@ fn files_under(dir: &Path, out: &mut Vec<PathBuf>) {
 
 /// Every committed file of `topic`, by name, with the records it holds (JSON strings).
 fn committed(store: &Path, topic: &str) -> BTreeMap<String, Vec<String>> {
+    committed_json(store, topic)
+        .into_iter()
+        .map(|(name, records)| {
+            let texts = records
+                .into_iter()
+                .map(|r| r.as_str().expect("a JSON string per line").to_string())
+                .collect();
+            (name, texts)
+        })
+        .collect()
+}
+
+/// Every committed file of `topic`, by name, with the JSON values it holds.
+fn committed_json(store: &Path, topic: &str) -> BTreeMap<String, Vec<serde_json::Value>> {
     let mut files = Vec::new();
     files_under(&store.join("data/log").join(topic), &mut files);
     files
@@ -35,7 +49,7 @@ fn committed(store: &Path, topic: &str) -> BTreeMap<String, Vec<String>> {
             let text = std::fs::read_to_string(&f).unwrap_or_default();
             let records = text
                 .lines()
-                .map(|l| serde_json::from_str::<String>(l).expect("a JSON string per line"))
+                .map(|l| serde_json::from_str(l).expect("a JSON value per line"))
                 .collect();
             (
                 f.strip_prefix(store)
@@ -162,5 +176,118 @@ fn storage_sink_writes_confluent_named_files_exactly_once_across_a_kill_9() {
         all.len(),
         files.len(),
         failover.as_millis()
+    ));
+}
+
+#[test]
+fn records_without_their_timestamp_field_go_to_the_dead_letter_queue_through_the_task() {
+    let kafka = Kafka::start(&[("clicks", 1), ("dlq-clicks", 1)]);
+    let (cluster, leader) = started(1, &kafka, Settings::default());
+    let store = cluster.dir.path().join("store");
+    let input = cluster.dir.path().join("clicks.txt");
+    let (mut lines, mut good, mut bad) = (Vec::new(), BTreeSet::new(), Vec::new());
+    for i in 0..40i64 {
+        if i % 8 == 5 {
+            let line = format!(r#"{{"user":"u{i}","page":"/cart"}}"#);
+            bad.push((i, line.clone()));
+            lines.push(line);
+        } else {
+            // 2019-03-14T16:37:12Z plus i seconds.
+            lines.push(format!(
+                r#"{{"user":"u{i}","timestamp":{}}}"#,
+                1_552_581_432_000 + i * 1000
+            ));
+            good.insert(format!("u{i}"));
+        }
+    }
+    std::fs::write(&input, lines.join("\n") + "\n").expect("write the clicks");
+    create_source(&cluster, leader, &input, "clicks");
+    let store_url = store.to_string_lossy().to_string();
+    create(
+        &cluster,
+        leader,
+        "clicks-hdfs",
+        &[
+            (
+                "connector.class",
+                "io.confluent.connect.hdfs3.Hdfs3SinkConnector",
+            ),
+            ("topics", "clicks"),
+            ("store.url", &store_url),
+            ("topics.dir", "/data/log"),
+            ("format.class", "io.confluent.connect.hdfs3.json.JsonFormat"),
+            ("flush.size", "10"),
+            ("rotate.schedule.interval.ms", "2000"),
+            (
+                "partitioner.class",
+                "io.confluent.connect.storage.partitioner.TimeBasedPartitioner",
+            ),
+            ("partition.duration.ms", "3600000"),
+            ("path.format", "'year'=YYYY/'month'=MM/'day'=dd/'hour'=HH"),
+            ("locale", "en"),
+            ("timezone", "UTC"),
+            ("timestamp.extractor", "RecordField"),
+            ("timestamp.field", "timestamp"),
+            (
+                "value.converter",
+                "org.apache.kafka.connect.json.JsonConverter",
+            ),
+            ("value.converter.schemas.enable", "false"),
+            ("errors.tolerance", "all"),
+            ("errors.deadletterqueue.topic.name", "dlq-clicks"),
+            ("errors.deadletterqueue.topic.replication.factor", "1"),
+            ("errors.deadletterqueue.context.headers.enable", "true"),
+        ],
+    );
+    let files = wait_for("every good click in a committed file", FLOW, || {
+        let files = committed_json(&store, "clicks");
+        let n: usize = files.values().map(Vec::len).sum();
+        (n >= good.len()).then_some(files)
+    });
+    let users: Vec<String> = files
+        .values()
+        .flatten()
+        .map(|v| v["user"].as_str().expect("user").to_string())
+        .collect();
+    assert_eq!(users.len(), good.len(), "each once");
+    assert_eq!(users.into_iter().collect::<BTreeSet<_>>(), good);
+    assert!(
+        files
+            .keys()
+            .all(|k| k.starts_with("data/log/clicks/year=2019/month=03/day=14/hour=16/clicks+0+")),
+        "{:?}",
+        files.keys()
+    );
+    let dead = read_topic(&kafka, "dlq-clicks", bad.len());
+    assert_eq!(dead.len(), bad.len(), "{dead:?}");
+    for (record, (offset, line)) in dead.iter().zip(&bad) {
+        assert_eq!(record["value"].as_str(), Some(line.as_str()), "as consumed");
+        let h = &record["headers"];
+        let header = |name: &str| {
+            h[format!("__connect.errors.{name}")]
+                .as_str()
+                .map(str::to_string)
+        };
+        assert_eq!(header("stage").as_deref(), Some("TASK_PUT"));
+        assert_eq!(header("offset"), Some(offset.to_string()));
+        assert_eq!(
+            header("class.name").as_deref(),
+            Some("io.confluent.connect.hdfs3.Hdfs3SinkConnector")
+        );
+        assert!(
+            header("exception.message")
+                .is_some_and(|m| m.contains(r#"timestamp.field "timestamp": not in the value"#)),
+            "{h}"
+        );
+    }
+    // Raft's offset covers the dead-lettered records too.
+    wait_for("the sink's offset at the end of the topic", FLOW, || {
+        let offsets = cluster.json(leader, &["connectors", "offsets", "clicks-hdfs"]);
+        (offsets["offsets"][0]["offset"]["kafka_offset"].as_i64() == Some(40)).then_some(())
+    });
+    say(format!(
+        "STORAGE SINK DLQ: {} clicks in hourly files, {} without a timestamp reported by the task to dlq-clicks",
+        good.len(),
+        dead.len()
     ));
 }

@@ -686,3 +686,34 @@ pub fn lines_in_work_dirs(cluster: &Cluster, name: &str) -> Vec<String> {
     }
     lines
 }
+
+/// The Python of `target/pyenv` (made by scripts/testbed/python.sh), with confluent-kafka.
+pub fn python() -> PathBuf {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
+    let python = root.join("target/pyenv/bin/python");
+    assert!(
+        python.exists(),
+        "{} is missing: run ./scripts/testbed/python.sh (make test does)",
+        python.display()
+    );
+    python
+}
+
+/// Every record of `topic`, read by confluent-kafka.
+pub fn read_topic(kafka: &Kafka, topic: &str, expected: usize) -> Vec<Value> {
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("py/read_topic.py");
+    let out = Command::new(python())
+        .arg(script)
+        .args([&kafka.bootstrap, topic, &expected.to_string()])
+        .output()
+        .expect("run the Python reader");
+    assert!(
+        out.status.success(),
+        "the Python reader failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a JSON line"))
+        .collect()
+}
