@@ -125,6 +125,23 @@ fn rss_mib(pid: u32) -> f64 {
         .map_or(0.0, |kib| kib / 1024.0)
 }
 
+/// Bytes in the committed files under `dir`.
+fn committed_bytes(dir: &std::path::Path) -> u64 {
+    let mut total = 0;
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for entry in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                stack.push(path);
+            } else if let Ok(m) = entry.metadata() {
+                total += m.len();
+            }
+        }
+    }
+    total
+}
+
 fn sink_bytes(cluster: &Cluster) -> u64 {
     output_bytes(cluster, "bench.out")
 }
@@ -279,6 +296,51 @@ pub fn run() -> anyhow::Result<()> {
         took.as_secs_f64(),
         100.0 * json_rate / rate
     );
+
+    // The storage sink (HDFS sink on a local directory), JsonFormat: the same 1 KiB records
+    // as JSON strings, committed exactly once through Raft.
+    let store = tempfile::tempdir()?;
+    let store_url = store.path().to_string_lossy().to_string();
+    let file = cluster.connector_file(
+        "bench-store",
+        &[
+            (
+                "connector.class",
+                "io.confluent.connect.hdfs.HdfsSinkConnector",
+            ),
+            ("topics", "bench"),
+            ("tasks.max", "6"),
+            ("store.url", &store_url),
+            ("topics.dir", "/bench"),
+            ("format.class", "io.confluent.connect.hdfs.json.JsonFormat"),
+            ("flush.size", "1000"),
+            ("rotate.schedule.interval.ms", "1000"),
+        ],
+    );
+    // Each record is a JSON string of its 1024 characters and a newline.
+    let store_target = (RECORDS * (RECORD_BYTES + 3)) as u64;
+    let started = Instant::now();
+    cluster.cli(
+        leader,
+        &["connectors", "create", "-f", &file.to_string_lossy()],
+    );
+    let took = wait_for(
+        "the storage sink to commit every record",
+        Duration::from_secs(900),
+        || {
+            (committed_bytes(&store.path().join("bench/bench")) >= store_target)
+                .then(|| started.elapsed())
+        },
+    );
+    let store_rate = RECORDS as f64 / took.as_secs_f64();
+    println!(
+        "ferry     storage sink, JsonFormat to a local dir:  {:>9.0} records/s  {:>7.1} MB/s  ({:.2} s; {:.0}% of FileStreamSink's records/s)",
+        store_rate,
+        store_target as f64 / 1e6 / took.as_secs_f64(),
+        took.as_secs_f64(),
+        100.0 * store_rate / rate
+    );
+    cluster.cli(leader, &["connectors", "delete", "bench-store"]);
 
     // Fail-over: kill -9 a non-leader worker running sink tasks; time until its tasks run
     // elsewhere; bring it back; several times.
