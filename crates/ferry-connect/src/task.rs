@@ -93,8 +93,8 @@ pub trait SinkTask: Send {
     async fn open(&mut self, _partitions: &[TopicPartition]) -> Result<()> {
         Ok(())
     }
-    /// Write (or buffer) records.
-    async fn put(&mut self, records: Vec<SinkRecord>) -> Result<()>;
+    /// Write (or buffer) records. After a retriable error the same records come again.
+    async fn put(&mut self, records: &[SinkRecord]) -> Result<()>;
     /// Called about once a second, whether records arrive or not: time-based work (a
     /// scheduled rotation) belongs here.
     async fn tick(&mut self) -> Result<()> {

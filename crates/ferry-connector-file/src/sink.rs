@@ -123,7 +123,7 @@ impl SinkTask for FileSinkTask {
         Ok(())
     }
 
-    async fn put(&mut self, records: Vec<SinkRecord>) -> Result<()> {
+    async fn put(&mut self, records: &[SinkRecord]) -> Result<()> {
         for record in records {
             let tp = record.topic_partition();
             if self.appended.get(&tp).is_some_and(|o| *o >= record.offset) {
@@ -210,7 +210,7 @@ mod tests {
         let props: Props = [("file".to_string(), path.to_string_lossy().to_string())].into();
         let mut task = FileSinkTask::build(&props).expect("valid");
         task.start(context()).await.expect("start");
-        task.put(vec![
+        task.put(&[
             record(0, Value::String("a".into())),
             record(1, Value::Int32(7)),
             record(2, Value::Null),
@@ -237,7 +237,7 @@ mod tests {
                 .map(|i| record(i, Value::Int64(i)))
                 .collect::<Vec<_>>()
         };
-        task.put(batch()).await.expect("put");
+        task.put(&batch()).await.expect("put");
         let err = task
             .flush(&HashMap::new())
             .await
@@ -245,7 +245,7 @@ mod tests {
         assert!(err.is_retriable(), "a full disk may be freed: {err}");
         assert!(err.message.contains("/dev/full"), "{err}");
         // The runtime retries: the same records again, then the flush, now on a disk with room.
-        task.put(batch()).await.expect("put again");
+        task.put(&batch()).await.expect("put again");
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join("out.txt");
         let roomy = std::fs::File::create(&path).expect("create");

@@ -183,9 +183,9 @@ impl SinkTask for HdfsSinkTask {
         Ok(())
     }
 
-    async fn put(&mut self, records: Vec<SinkRecord>) -> Result<()> {
+    async fn put(&mut self, records: &[SinkRecord]) -> Result<()> {
         let now = now_ms();
-        for record in &records {
+        for record in records {
             let shared = self
                 .shared
                 .as_ref()

@@ -238,7 +238,7 @@ impl SinkLoop {
     async fn put_records(&mut self, records: Vec<SinkRecord>) -> Result<(), Failure> {
         let mut retry = Retry::new(&self.errors, "put");
         loop {
-            match self.task.put(records.clone()).await {
+            match self.task.put(&records).await {
                 Ok(()) => return Ok(()),
                 Err(e) => retry.after(e, &mut self.stop, &self.ctx.label()).await?,
             }

@@ -162,7 +162,7 @@ fn records(range: std::ops::Range<i64>) -> Vec<SinkRecord> {
 async fn flush_size_commits_files_with_confluent_names_and_offsets_in_raft() {
     let bed = Bed::new();
     let mut task = bed.task(1, &[]).await;
-    task.put(records(0..5)).await.expect("put");
+    task.put(&records(0..5)).await.expect("put");
     assert_eq!(
         bed.committed(),
         [
@@ -200,7 +200,7 @@ async fn flush_size_commits_files_with_confluent_names_and_offsets_in_raft() {
 async fn a_restarted_task_cleans_its_leftovers_and_resumes_after_the_commit() {
     let bed = Bed::new();
     let mut first = bed.task(1, &[]).await;
-    first.put(records(0..3)).await.expect("put");
+    first.put(&records(0..3)).await.expect("put");
     drop(first); // killed: record 2 was only in a temporary file
     let mut second = bed.task(2, &[]).await;
     assert!(
@@ -208,7 +208,7 @@ async fn a_restarted_task_cleans_its_leftovers_and_resumes_after_the_commit() {
         "the partition's temporary files are gone"
     );
     // The consumer resumes at the recorded offset; a repeat of older records is skipped too.
-    second.put(records(1..6)).await.expect("put");
+    second.put(&records(1..6)).await.expect("put");
     let names: Vec<String> = bed.committed().into_iter().map(|(k, _)| k).collect();
     assert_eq!(
         names,
@@ -248,10 +248,10 @@ async fn an_accepted_commit_whose_renames_were_lost_is_replayed() {
 async fn a_fenced_task_renames_nothing() {
     let bed = Bed::new();
     let mut zombie = bed.task(1, &[]).await;
-    zombie.put(records(0..1)).await.expect("put");
+    zombie.put(&records(0..1)).await.expect("put");
     // The partition moves: generation 2 owns it now.
     let _owner = bed.task(2, &[]).await;
-    let err = zombie.put(records(1..2)).await.expect_err("fenced");
+    let err = zombie.put(&records(1..2)).await.expect_err("fenced");
     assert!(err.message.contains("fenced"), "{err}");
     assert!(bed.committed().is_empty(), "{:?}", bed.files());
     assert_eq!(bed.recorded_next(), None);
@@ -267,7 +267,7 @@ async fn a_directory_written_by_confluents_connector_is_taken_over() {
     std::fs::create_dir_all(old.parent().expect("dir")).expect("mkdir");
     std::fs::write(&old, "confluent's\n").expect("write");
     let mut task = bed.task(1, &[]).await;
-    task.put(records(5..12)).await.expect("put");
+    task.put(&records(5..12)).await.expect("put");
     let names: Vec<String> = bed.committed().into_iter().map(|(k, _)| k).collect();
     assert_eq!(
         names,
@@ -301,7 +301,7 @@ async fn time_based_paths_and_a_schema_change_rotates() {
     changed.value_schema = Some(Arc::new(ferry_connect::Schema::of(
         ferry_connect::SchemaType::Int64,
     )));
-    task.put(vec![record(0), record(1), changed])
+    task.put(&[record(0), record(1), changed])
         .await
         .expect("put");
     assert_eq!(
