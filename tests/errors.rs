@@ -11,7 +11,9 @@ use std::process::{Child, Command};
 use std::time::Duration;
 
 use ferry_tests::pipeline::{create, create_source, create_source_with, started};
-use ferry_tests::{lines_in_work_dirs, read_topic, say, wait_for, Cluster, Kafka, Settings};
+use ferry_tests::{
+    error_header, lines_in_work_dirs, read_topic, say, wait_for, Cluster, Kafka, Settings,
+};
 use nix::sys::signal::{killpg, Signal};
 use nix::unistd::Pid;
 use serde_json::Value;
@@ -79,11 +81,7 @@ fn malformed_records_go_to_the_dead_letter_queue_with_their_context_and_the_rest
             "the record as consumed"
         );
         let h = &record["headers"];
-        let header = |name: &str| {
-            h[format!("__connect.errors.{name}")]
-                .as_str()
-                .map(str::to_string)
-        };
+        let header = |name: &str| error_header(h, name);
         assert_eq!(header("topic").as_deref(), Some("orders"));
         assert_eq!(header("partition").as_deref(), Some("0"));
         assert_eq!(header("offset"), Some(offset.to_string()));
@@ -234,11 +232,7 @@ fn source_records_that_fail_a_transform_are_dead_lettered_with_their_source_posi
     for (record, (line, position)) in dead.iter().zip(&bad) {
         assert_eq!(record["value"].as_str(), Some(line.as_str()), "{record}");
         let h = &record["headers"];
-        let header = |name: &str| {
-            h[format!("__connect.errors.{name}")]
-                .as_str()
-                .map(str::to_string)
-        };
+        let header = |name: &str| error_header(h, name);
         assert_eq!(header("topic").as_deref(), Some("numbers"));
         assert_eq!(
             header("partition").as_deref(),

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use ferry_tests::pipeline::{create, create_source, started, task_workers};
-use ferry_tests::{read_topic, say, wait_for, Kafka, Settings};
+use ferry_tests::{error_header, read_topic, say, wait_for, Kafka, Settings};
 use rdkafka::config::ClientConfig;
 use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
 
@@ -280,11 +280,7 @@ fn records_without_their_timestamp_field_go_to_the_dead_letter_queue_through_the
     for (record, (offset, line)) in dead.iter().zip(&bad) {
         assert_eq!(record["value"].as_str(), Some(line.as_str()), "as consumed");
         let h = &record["headers"];
-        let header = |name: &str| {
-            h[format!("__connect.errors.{name}")]
-                .as_str()
-                .map(str::to_string)
-        };
+        let header = |name: &str| error_header(h, name);
         assert_eq!(header("stage").as_deref(), Some("TASK_PUT"));
         assert_eq!(header("offset"), Some(offset.to_string()));
         assert_eq!(

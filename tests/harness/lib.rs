@@ -717,3 +717,10 @@ pub fn read_topic(kafka: &Kafka, topic: &str, expected: usize) -> Vec<Value> {
         .map(|l| serde_json::from_str(l).expect("a JSON line"))
         .collect()
 }
+
+/// The `__connect.errors.<name>` header of a record `read_topic` returned.
+pub fn error_header(headers: &Value, name: &str) -> Option<String> {
+    headers[format!("__connect.errors.{name}")]
+        .as_str()
+        .map(str::to_string)
+}

@@ -61,7 +61,7 @@ pub fn time_zone(name: &str) -> Result<TimeZone> {
     if name.is_empty() || name.eq_ignore_ascii_case("UTC") || name == "Z" {
         return Ok(TimeZone::UTC);
     }
-    if let Some(sign) = name.strip_prefix(['+', '-']).map(|_| name.as_bytes()[0]) {
+    if let Some(sign @ (b'+' | b'-')) = name.as_bytes().first().copied() {
         let digits: String = name[1..].chars().filter(|c| *c != ':').collect();
         let parsed = match digits.len() {
             2 => digits.parse::<i32>().ok().map(|h| h * 3600),

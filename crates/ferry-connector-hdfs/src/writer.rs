@@ -297,10 +297,7 @@ impl PartitionWriter {
             self.tp, e.message
         );
         self.broken = Some(message.clone());
-        ConnectError {
-            message,
-            ..ConnectError::fatal("")
-        }
+        ConnectError::fatal(message)
     }
 
     /// Drive a commit in progress to its end: propose it, then rename.
