@@ -22,6 +22,7 @@ unit:
 
 e2e: build
 	./scripts/testbed/python.sh
+	./scripts/testbed/hdfs.sh
 	$(CARGO) test -p ferry-tests --locked -- --test-threads=1 --nocapture
 
 run:

@@ -322,14 +322,6 @@ pub fn check(config: &BTreeMap<String, String>) -> Vec<Finding> {
             format!("{format}: Avro and Parquet files are not written yet; use io.confluent.connect.hdfs.json.JsonFormat or io.confluent.connect.hdfs.string.StringFormat"),
         ));
     }
-    if let Some(url) = given("store.url").or(given("hdfs.url")) {
-        if url.starts_with("hdfs://") {
-            found.push(Finding::Error(
-                if given("store.url").is_some() { "store.url" } else { "hdfs.url" }.into(),
-                format!("{url}: HDFS stores are not written yet; use a directory every worker shares (file:///path)"),
-            ));
-        }
-    }
     match Partitioner::from_config(config) {
         Err(e) => {
             let (key, message) = e
@@ -443,8 +435,8 @@ mod tests {
             }
         }
         assert_eq!(warned, ["timezone", "locale", "timestamp.field"]);
-        // Until the Avro format and the HDFS store are built, they are refused up front.
-        assert_eq!(refused, ["format.class", "hdfs.url"]);
+        // Until the Avro format is built, it is refused up front.
+        assert_eq!(refused, ["format.class"]);
     }
 
     #[test]

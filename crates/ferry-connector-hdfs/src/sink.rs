@@ -16,7 +16,7 @@ use tracing::info;
 use crate::config::{HdfsSinkConfig, StoreUrl};
 use crate::naming::Names;
 use crate::partitioner::offset_ms;
-use crate::storage::{LocalStorage, Storage};
+use crate::storage::{HdfsStorage, LocalStorage, Storage};
 use crate::writer::{PartitionWriter, Shared};
 
 /// The task property carrying the token of the shared-directory marker.
@@ -26,12 +26,10 @@ fn marker_path(config: &HdfsSinkConfig, connector: &str) -> String {
     format!("{}/.ferry-{connector}.marker", config.topics_dir)
 }
 
-fn local(config: &HdfsSinkConfig) -> Result<Arc<dyn Storage>> {
+fn store(config: &HdfsSinkConfig) -> Result<Arc<dyn Storage>> {
     match &config.url {
         StoreUrl::Local(root) => Ok(Arc::new(LocalStorage::new(root))),
-        StoreUrl::Hdfs { namenode } => Err(ConnectError::fatal(format!(
-            "store.url: hdfs://{namenode}: HDFS stores are not written yet; use a directory every worker shares"
-        ))),
+        StoreUrl::Hdfs { namenode } => Ok(Arc::new(HdfsStorage::new(namenode)?)),
     }
 }
 
@@ -142,7 +140,7 @@ fn now_ms() -> i64 {
 impl SinkTask for HdfsSinkTask {
     async fn start(&mut self, context: SinkTaskContext) -> Result<()> {
         let config = HdfsSinkConfig::parse(&self.props)?;
-        let storage = local(&config)?;
+        let storage = store(&config)?;
         if let Some(token) = self.props.get(MARKER_TOKEN) {
             let path = marker_path(&config, &context.connector);
             let seen = storage.read(&path).await.ok();

@@ -7,6 +7,9 @@ use std::path::{Path, PathBuf};
 use async_trait::async_trait;
 use ferry_connect::{ConnectError, Result};
 
+mod hdfs;
+pub use hdfs::HdfsStorage;
+
 /// A file being written.
 #[async_trait]
 pub trait Output: Send {

@@ -1,0 +1,243 @@
+//! A real HDFS for a test: a Hadoop 2.7.3 NameNode and DataNode (Java 17) from the jars
+//! scripts/testbed/hdfs.sh puts in target/hdfs/jars, in a temporary directory, on loopback
+//! ports; killed on drop. `shell` is Hadoop's own FsShell (`hdfs dfs`), the independent
+//! reader of what Ferry wrote.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use crate::{free_port, say, wait_for};
+
+fn jars() -> PathBuf {
+    let jars = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/hdfs/jars");
+    assert!(
+        jars.join(".complete").exists(),
+        "{} is missing: run ./scripts/testbed/hdfs.sh (make test does)",
+        jars.display()
+    );
+    jars
+}
+
+fn property(name: &str, value: &str) -> String {
+    format!("  <property><name>{name}</name><value>{value}</value></property>\n")
+}
+
+fn site(properties: &[(&str, String)]) -> String {
+    let body: String = properties.iter().map(|(k, v)| property(k, v)).collect();
+    format!("<?xml version=\"1.0\"?>\n<configuration>\n{body}</configuration>\n")
+}
+
+pub struct Hdfs {
+    /// `host:port` of the NameNode's RPC, as `store.url` takes it after `hdfs://`.
+    pub namenode: String,
+    dir: tempfile::TempDir,
+    namenode_process: Option<Child>,
+    datanode_process: Option<Child>,
+}
+
+impl Hdfs {
+    /// Format a new file system and start its NameNode and DataNode; returns once the
+    /// DataNode has reported its blocks (the file system takes writes).
+    pub fn start() -> Hdfs {
+        let started = std::time::Instant::now();
+        let dir = tempfile::tempdir().expect("tempdir for HDFS");
+        let rpc = free_port();
+        let at = |port: u16| format!("127.0.0.1:{port}");
+        let root = dir.path();
+        let conf = root.join("conf");
+        for sub in ["hdfs", "datanode", "static", "secondary"] {
+            fs::create_dir_all(root.join("res/webapps").join(sub)).expect("webapps dir");
+        }
+        fs::create_dir_all(&conf).expect("conf dir");
+        let namenode = at(rpc);
+        fs::write(
+            conf.join("core-site.xml"),
+            site(&[("fs.defaultFS", format!("hdfs://{namenode}"))]),
+        )
+        .expect("core-site.xml");
+        let url = |sub: &str| format!("file://{}", root.join(sub).display());
+        fs::write(
+            conf.join("hdfs-site.xml"),
+            site(&[
+                ("dfs.namenode.name.dir", url("name")),
+                ("dfs.datanode.data.dir", url("data")),
+                ("dfs.replication", "1".into()),
+                ("dfs.permissions.enabled", "false".into()),
+                ("dfs.webhdfs.enabled", "false".into()),
+                ("dfs.namenode.rpc-address", namenode.clone()),
+                ("dfs.namenode.http-address", at(free_port())),
+                ("dfs.namenode.secondary.http-address", at(free_port())),
+                ("dfs.datanode.address", at(free_port())),
+                ("dfs.datanode.http.address", at(free_port())),
+                ("dfs.datanode.ipc.address", at(free_port())),
+                (
+                    "dfs.namenode.datanode.registration.ip-hostname-check",
+                    "false".into(),
+                ),
+                // Small blocks, so that a file of a few MB spans several.
+                ("dfs.blocksize", "1048576".into()),
+                ("dfs.namenode.fs-limits.min-block-size", "4096".into()),
+                ("dfs.namenode.safemode.extension", "0".into()),
+            ]),
+        )
+        .expect("hdfs-site.xml");
+        fs::write(
+            conf.join("log4j.properties"),
+            "log4j.rootLogger=WARN,console\n\
+             log4j.appender.console=org.apache.log4j.ConsoleAppender\n\
+             log4j.appender.console.target=System.err\n\
+             log4j.appender.console.layout=org.apache.log4j.PatternLayout\n\
+             log4j.appender.console.layout.ConversionPattern=%d{ISO8601} %p %c{1}: %m%n\n\
+             log4j.logger.org.apache.hadoop.hdfs.server.datanode.DataNode=INFO\n",
+        )
+        .expect("log4j.properties");
+        let mut hdfs = Hdfs {
+            namenode,
+            dir,
+            namenode_process: None,
+            datanode_process: None,
+        };
+        let format = hdfs
+            .java("format")
+            .args([
+                "org.apache.hadoop.hdfs.server.namenode.NameNode",
+                "-format",
+                "-force",
+                "-nonInteractive",
+            ])
+            .status()
+            .expect("run java (Java 17: scripts/testbed/hdfs.sh installs it)");
+        assert!(
+            format.success(),
+            "formatting HDFS failed: {}",
+            hdfs.log("format")
+        );
+        hdfs.start_namenode();
+        let datanode = hdfs
+            .java("datanode")
+            .arg("org.apache.hadoop.hdfs.server.datanode.DataNode")
+            .spawn()
+            .expect("start the DataNode");
+        hdfs.datanode_process = Some(datanode);
+        wait_for(
+            "the DataNode's first block report",
+            Duration::from_secs(90),
+            || {
+                hdfs.log("datanode")
+                    .contains("Successfully sent block report")
+                    .then_some(())
+            },
+        );
+        say(format!(
+            "HDFS at hdfs://{} (NameNode and DataNode ready in {} ms)",
+            hdfs.namenode,
+            started.elapsed().as_millis()
+        ));
+        hdfs
+    }
+
+    /// A JVM with the HDFS classpath; its stderr goes to `<name>.log`.
+    fn java(&self, name: &str) -> Command {
+        let root = self.dir.path();
+        let log = fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(root.join(format!("{name}.log")))
+            .expect("log file");
+        let classpath = format!(
+            "{}:{}:{}/*",
+            root.join("conf").display(),
+            root.join("res").display(),
+            jars().display()
+        );
+        let mut java = Command::new("java");
+        java.args([
+            "--add-opens=java.base/java.lang=ALL-UNNAMED",
+            "--add-opens=java.base/java.nio=ALL-UNNAMED",
+            "--add-opens=java.base/sun.nio.ch=ALL-UNNAMED",
+            "-Xmx256m",
+            "-cp",
+        ])
+        .arg(classpath)
+        .env("HADOOP_USER_NAME", "ferry")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(log);
+        java
+    }
+
+    fn log(&self, name: &str) -> String {
+        fs::read_to_string(self.dir.path().join(format!("{name}.log"))).unwrap_or_default()
+    }
+
+    /// Start (or restart) the NameNode on its port.
+    pub fn start_namenode(&mut self) {
+        let child = self
+            .java("namenode")
+            .arg("org.apache.hadoop.hdfs.server.namenode.NameNode")
+            .stdout(Stdio::null())
+            .spawn()
+            .expect("start the NameNode");
+        self.namenode_process = Some(child);
+    }
+
+    /// Kill the NameNode (the file system becomes unreachable; the DataNode waits for it).
+    pub fn kill_namenode(&mut self) {
+        if let Some(mut child) = self.namenode_process.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// Run FsShell (`hdfs dfs ARGS`); its stdout, or a panic with its stderr.
+    pub fn shell(&self, args: &[&str]) -> String {
+        let out = self
+            .java("shell")
+            .arg("org.apache.hadoop.fs.FsShell")
+            .args(args)
+            .output()
+            .expect("run FsShell");
+        let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+        assert!(
+            out.status.success(),
+            "hdfs dfs {args:?} failed ({}): {stdout}\n{}",
+            out.status,
+            self.log("shell")
+        );
+        stdout
+    }
+
+    /// The paths of the files under `dir`, recursively, as FsShell lists them.
+    pub fn files(&self, dir: &str) -> Vec<String> {
+        let mut files: Vec<String> = self
+            .shell(&["-ls", "-R", dir])
+            .lines()
+            .filter(|l| l.starts_with('-'))
+            .filter_map(|l| l.split_whitespace().last().map(str::to_string))
+            .collect();
+        files.sort();
+        files
+    }
+
+    /// Copy an HDFS file to a local path (`hdfs dfs -get`).
+    pub fn get(&self, path: &str, to: &Path) {
+        self.shell(&["-get", path, &to.display().to_string()]);
+    }
+}
+
+impl Drop for Hdfs {
+    fn drop(&mut self) {
+        for child in [
+            self.datanode_process.as_mut(),
+            self.namenode_process.as_mut(),
+        ]
+        .into_iter()
+        .flatten()
+        {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
