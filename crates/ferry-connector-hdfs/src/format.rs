@@ -1,12 +1,15 @@
-//! How records become file bytes, by Confluent's `format.class`: StringFormat (each value's
-//! text, one per line) and JsonFormat (each value as schemaless JSON, one per line). A record
-//! that cannot be written is a data error naming it; the task reports it.
+//! How records become file bytes, by Confluent's `format.class`: AvroFormat (`avro`),
+//! StringFormat (each value's text, one per line) and JsonFormat (each value as schemaless
+//! JSON, one per line). A record that cannot be written is a data error naming it; the task
+//! reports it.
+
+pub mod avro;
 
 use ferry_connect::config::props;
 use ferry_connect::converter::JsonConverter;
 use ferry_connect::{ConnectError, Converter, Result, SinkRecord};
 
-use crate::config::FormatKind;
+use crate::config::{FormatKind, HdfsSinkConfig};
 
 /// The writer of one file's records.
 pub trait RecordWriter: Send {
@@ -18,9 +21,10 @@ pub trait RecordWriter: Send {
     fn finish(self: Box<Self>) -> Result<Vec<u8>>;
 }
 
-/// A writer for a new file of `kind`.
-pub fn writer(kind: FormatKind) -> Result<Box<dyn RecordWriter>> {
-    match kind {
+/// A writer for a new file of the configured format.
+pub fn writer(config: &HdfsSinkConfig) -> Result<Box<dyn RecordWriter>> {
+    match config.format {
+        FormatKind::Avro => Ok(Box::new(avro::AvroWriter::new(config.avro_codec))),
         FormatKind::String => Ok(Box::new(Lines {
             json: None,
             buf: Vec::new(),
@@ -32,9 +36,9 @@ pub fn writer(kind: FormatKind) -> Result<Box<dyn RecordWriter>> {
                 buf: Vec::new(),
             }))
         }
-        FormatKind::Avro | FormatKind::Parquet => Err(ConnectError::fatal(format!(
-            "format.class: {kind:?} files are not written yet; use JsonFormat or StringFormat"
-        ))),
+        FormatKind::Parquet => Err(ConnectError::fatal(
+            "format.class: Parquet files are not written yet; use AvroFormat, JsonFormat or StringFormat",
+        )),
     }
 }
 
@@ -82,6 +86,21 @@ mod tests {
     use ferry_connect::{Schema, SchemaType, Value};
     use std::sync::Arc;
 
+    pub(crate) fn config(format: &str) -> HdfsSinkConfig {
+        HdfsSinkConfig::parse(&props(&[
+            ("store.url", "/tmp"),
+            ("flush.size", "3"),
+            (
+                "format.class",
+                &format!(
+                    "io.confluent.connect.hdfs.{}.{format}",
+                    format.trim_end_matches("Format").to_lowercase()
+                ),
+            ),
+        ]))
+        .expect("config")
+    }
+
     fn record(schema: Option<Arc<Schema>>, value: Value) -> SinkRecord {
         SinkRecord {
             topic: "irene-shopping-log".into(),
@@ -105,7 +124,7 @@ mod tests {
             )
             .expect("decodes");
         let order = record(decoded.schema, decoded.value);
-        let mut text = writer(FormatKind::String).expect("writer");
+        let mut text = writer(&config("StringFormat")).expect("writer");
         text.write(&order).expect("write");
         text.write(&record(None, Value::Null))
             .expect("a tombstone is written too");
@@ -113,7 +132,7 @@ mod tests {
             String::from_utf8(text.finish().expect("finish")).expect("utf-8"),
             "Struct{user=irene,timestamp=1552581432345}\nnull\n"
         );
-        let mut json = writer(FormatKind::Json).expect("writer");
+        let mut json = writer(&config("JsonFormat")).expect("writer");
         json.write(&order).expect("write");
         assert_eq!(
             json.take(),
@@ -125,7 +144,7 @@ mod tests {
 
     #[test]
     fn a_value_that_does_not_fit_its_schema_is_a_data_error_naming_the_record() {
-        let mut json = writer(FormatKind::Json).expect("writer");
+        let mut json = writer(&config("JsonFormat")).expect("writer");
         let schema = Arc::new(Schema::of(SchemaType::Int32));
         let err = json
             .write(&record(Some(schema), Value::String("x".into())))

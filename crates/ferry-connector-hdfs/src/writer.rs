@@ -192,7 +192,7 @@ impl PartitionWriter {
             let file = OpenFile {
                 tmp,
                 output,
-                writer: writer(shared.config.format)?,
+                writer: writer(&shared.config)?,
                 pending: Vec::new(),
                 first: record.offset,
                 last: record.offset,
