@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use ferry_tests::pipeline::{create, create_source, started, task_workers};
+use ferry_tests::storage::check_tiling;
 use ferry_tests::{error_header, read_topic, say, wait_for, Kafka, Settings};
 use rdkafka::config::ClientConfig;
 use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
@@ -154,40 +155,20 @@ fn storage_sink_writes_confluent_named_files_exactly_once_across_a_kill_9() {
         expected.iter().collect::<BTreeSet<_>>(),
         "no record lost"
     );
-    // Confluent's names: data/log/shop/partition=N/shop+N+start+end.json, ranges that tile
-    // each partition from 0 without gaps or overlaps.
-    let mut ranges: BTreeMap<i32, Vec<(i64, i64, usize)>> = BTreeMap::new();
-    for (path, records) in &files {
-        let name = path.rsplit('/').next().expect("a name");
-        let parts: Vec<&str> = name.trim_end_matches(".json").split('+').collect();
-        assert_eq!(parts.len(), 4, "{path}");
-        assert_eq!(parts[0], "shop");
+    // Confluent's names under data/log/shop/partition=N/, ranges that tile each partition.
+    for path in files.keys() {
+        let partition = path.split('+').nth(1).expect("a partition in the name");
         assert!(
-            path.starts_with(&format!("data/log/shop/partition={}/", parts[1])),
+            path.starts_with(&format!("data/log/shop/partition={partition}/")),
             "{path}"
         );
-        assert_eq!(parts[2].len(), 10, "zero-padded: {path}");
-        let (p, s, e) = (
-            parts[1].parse().expect("partition"),
-            parts[2].parse().expect("start"),
-            parts[3].parse().expect("end"),
-        );
-        ranges.entry(p).or_default().push((s, e, records.len()));
     }
-    assert_eq!(ranges.len(), 3, "every partition has files");
-    for (p, mut r) in ranges {
-        r.sort();
-        let mut next = 0;
-        for (s, e, n) in r {
-            assert_eq!(s, next, "partition {p}: files tile the offsets");
-            assert_eq!(
-                (e - s + 1) as usize,
-                n,
-                "partition {p}: a file holds its range"
-            );
-            next = e + 1;
-        }
-    }
+    let sizes: Vec<(String, usize)> = files.iter().map(|(k, v)| (k.clone(), v.len())).collect();
+    assert_eq!(
+        check_tiling(&sizes, "shop", ".json").len(),
+        3,
+        "every partition has files"
+    );
     say(format!(
         "STORAGE SINK: {} records in {} files exactly once; node {victim}'s tasks moved {} ms after kill -9",
         all.len(),

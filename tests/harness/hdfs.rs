@@ -191,28 +191,38 @@ impl Hdfs {
         }
     }
 
-    /// Run FsShell (`hdfs dfs ARGS`); its stdout, or a panic with its stderr.
-    pub fn shell(&self, args: &[&str]) -> String {
+    /// Run FsShell (`hdfs dfs ARGS`): whether it succeeded, its stdout and its stderr.
+    fn run_shell(&self, args: &[&str]) -> (bool, String, String) {
         let out = self
             .java("shell")
             .arg("org.apache.hadoop.fs.FsShell")
             .args(args)
+            .stderr(Stdio::piped())
             .output()
             .expect("run FsShell");
-        let stdout = String::from_utf8_lossy(&out.stdout).to_string();
-        assert!(
+        (
             out.status.success(),
-            "hdfs dfs {args:?} failed ({}): {stdout}\n{}",
-            out.status,
-            self.log("shell")
-        );
+            String::from_utf8_lossy(&out.stdout).to_string(),
+            String::from_utf8_lossy(&out.stderr).to_string(),
+        )
+    }
+
+    /// Run FsShell (`hdfs dfs ARGS`); its stdout, or a panic with its stderr.
+    pub fn shell(&self, args: &[&str]) -> String {
+        let (ok, stdout, stderr) = self.run_shell(args);
+        assert!(ok, "hdfs dfs {args:?} failed: {stdout}\n{stderr}");
         stdout
     }
 
-    /// The paths of the files under `dir`, recursively, as FsShell lists them.
+    /// The paths of the files under `dir`, recursively, as FsShell lists them; none if `dir`
+    /// does not exist.
     pub fn files(&self, dir: &str) -> Vec<String> {
-        let mut files: Vec<String> = self
-            .shell(&["-ls", "-R", dir])
+        let (ok, stdout, stderr) = self.run_shell(&["-ls", "-R", dir]);
+        if !ok && stderr.contains("No such file or directory") {
+            return Vec::new();
+        }
+        assert!(ok, "hdfs dfs -ls -R {dir} failed: {stdout}\n{stderr}");
+        let mut files: Vec<String> = stdout
             .lines()
             .filter(|l| l.starts_with('-'))
             .filter_map(|l| l.split_whitespace().last().map(str::to_string))

@@ -5,6 +5,7 @@ pub mod hdfs;
 pub mod jepsen;
 pub mod pipeline;
 pub mod proxy;
+pub mod storage;
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -108,6 +109,9 @@ pub struct Settings {
     pub proxied: bool,
     /// How long a write or a linearizable read waits for a leader.
     pub request_timeout_ms: u64,
+    /// The workers' converters (`[worker.converters]`), e.g. ("value.converter",
+    /// "org.apache.kafka.connect.json.JsonConverter") as connect-distributed.properties has it.
+    pub worker_converters: Vec<(String, String)>,
 }
 
 impl Default for Settings {
@@ -129,6 +133,7 @@ impl Default for Settings {
             commit_consumer_group: false,
             proxied: false,
             request_timeout_ms: 20000,
+            worker_converters: Vec::new(),
         }
     }
 }
@@ -285,6 +290,12 @@ impl Cluster {
             "\n[worker]\nheartbeat_interval_ms = {}\ntimeout_ms = {}\noffset_flush_interval_ms = {}\ntest_disable_lease = {}\ncommit_consumer_group = {}\n",
             s.worker_heartbeat_ms, s.worker_timeout_ms, s.offset_flush_ms, s.disable_lease, s.commit_consumer_group
         ));
+        if !s.worker_converters.is_empty() {
+            text.push_str("\n[worker.converters]\n");
+            for (key, value) in &s.worker_converters {
+                text.push_str(&format!("{key:?} = {value:?}\n"));
+            }
+        }
         if let Some(bootstrap) = &s.kafka {
             text.push_str(&format!("\n[kafka]\nbootstrap_servers = {bootstrap:?}\n"));
         }
