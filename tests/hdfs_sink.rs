@@ -14,9 +14,10 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use ferry_tests::hdfs::Hdfs;
+use ferry_tests::pipeline::create;
 use ferry_tests::pipeline::{started, task_workers};
 use ferry_tests::storage::check_tiling;
-use ferry_tests::{python, say, wait_for, Kafka, Settings};
+use ferry_tests::{error_header, python, read_topic, say, wait_for, Kafka, Settings};
 use rdkafka::config::ClientConfig;
 use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
 use serde_json::Value;
@@ -32,6 +33,17 @@ fn now_ms() -> u64 {
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_millis() as u64)
         .unwrap_or(0)
+}
+
+/// Workers that read JSON with schemas, as connect-distributed.properties configures them.
+fn json_workers() -> Settings {
+    Settings {
+        worker_converters: vec![(
+            "value.converter".into(),
+            "org.apache.kafka.connect.json.JsonConverter".into(),
+        )],
+        ..Settings::default()
+    }
 }
 
 /// Shopping-log records as the workers' JsonConverter (schemas.enable=true) reads them,
@@ -73,30 +85,40 @@ fn is_bucket(dirs: &[&str]) -> bool {
         && dirs[3] == format!("{}{}{}", dirs[0], dirs[1], dirs[2])
 }
 
-/// Every record of the committed files, read by fastavro after `hdfs dfs -get`: file path in
-/// HDFS → records.
-fn committed(hdfs: &Hdfs, work: &Path, round: usize) -> BTreeMap<String, Vec<Value>> {
-    let files = hdfs.files(&format!("/data/log/{TOPIC}"));
+/// Every record of the committed files of `topic`, read by fastavro (`read_avro.py`) or
+/// pyarrow (`read_parquet.py`) after `hdfs dfs -get`: file path in HDFS -> records.
+fn committed(
+    hdfs: &Hdfs,
+    topic: &str,
+    reader: &str,
+    work: &Path,
+    round: usize,
+) -> BTreeMap<String, Vec<Value>> {
+    let files = hdfs.files(&format!("/data/log/{topic}"));
     if files.is_empty() {
         return BTreeMap::new();
     }
-    let local = work.join(format!("got-{round}"));
-    hdfs.get(&format!("/data/log/{TOPIC}"), &local);
+    let local = work.join(format!("got-{topic}-{round}"));
+    hdfs.get(&format!("/data/log/{topic}"), &local);
     let mut paths = Vec::new();
     for f in &files {
         let relative = f
-            .strip_prefix(&format!("/data/log/{TOPIC}/"))
+            .strip_prefix(&format!("/data/log/{topic}/"))
             .unwrap_or_else(|| panic!("{f} outside the topic's directory"));
         paths.push(local.join(relative));
     }
     let out = Command::new(python())
-        .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/py/read_avro.py"))
+        .arg(
+            Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("py")
+                .join(reader),
+        )
         .args(&paths)
         .output()
         .expect("run fastavro");
     assert!(
         out.status.success(),
-        "fastavro could not read the files: {}",
+        "{reader} could not read the files: {}",
         String::from_utf8_lossy(&out.stderr)
     );
     let mut by_file: BTreeMap<String, Vec<Value>> =
@@ -110,7 +132,7 @@ fn committed(hdfs: &Hdfs, work: &Path, round: usize) -> BTreeMap<String, Vec<Val
             .to_string_lossy()
             .to_string();
         by_file
-            .entry(format!("/data/log/{TOPIC}/{relative}"))
+            .entry(format!("/data/log/{topic}/{relative}"))
             .or_default()
             .push(row);
     }
@@ -121,15 +143,7 @@ fn committed(hdfs: &Hdfs, work: &Path, round: usize) -> BTreeMap<String, Vec<Val
 fn seed_000_config_writes_avro_into_real_hdfs_exactly_once_across_a_kill_9() {
     let hdfs = Hdfs::start();
     let kafka = Kafka::start(&[(TOPIC, PARTITIONS as i32)]);
-    // The workers read JSON with schemas, as connect-distributed.properties configures them.
-    let settings = Settings {
-        worker_converters: vec![(
-            "value.converter".into(),
-            "org.apache.kafka.connect.json.JsonConverter".into(),
-        )],
-        ..Settings::default()
-    };
-    let (mut cluster, leader) = started(3, &kafka, settings);
+    let (mut cluster, leader) = started(3, &kafka, json_workers());
     let work = cluster.dir.path().to_path_buf();
 
     // Everything up to the kill's recovery must fit before the next 10-minute mark.
@@ -242,7 +256,7 @@ fn seed_000_config_writes_avro_into_real_hdfs_exactly_once_across_a_kill_9() {
         Duration::from_secs(TEN_MINUTES_MS / 1000 + 120),
         || {
             round += 1;
-            let files = committed(&hdfs, &work, round);
+            let files = committed(&hdfs, TOPIC, "read_avro.py", &work, round);
             let n: usize = files.values().map(Vec::len).sum();
             if n < RECORDS {
                 std::thread::sleep(Duration::from_secs(5));
@@ -306,5 +320,244 @@ fn seed_000_config_writes_avro_into_real_hdfs_exactly_once_across_a_kill_9() {
         ids.len(),
         files.len(),
         failover.as_millis()
+    ));
+}
+
+/// `orders` records: structs with a Decimal amount of scale 2, but every 25th has a scale of
+/// 200, which no Parquet DECIMAL holds (a schema change that must not rotate the file either).
+/// Even numbers are region `eu` in partition 0, odd ones `us` in partition 1.
+fn produce_orders(bootstrap: &str, numbers: std::ops::Range<usize>) {
+    let producer: BaseProducer = ClientConfig::new()
+        .set("bootstrap.servers", bootstrap)
+        .set("enable.idempotence", "true")
+        .create()
+        .expect("a producer");
+    let schema = |scale: u32| {
+        format!(
+            r#"{{"type":"struct","name":"order","optional":false,"fields":[{{"field":"id","type":"int32","optional":false}},{{"field":"region","type":"string","optional":false}},{{"field":"amount","type":"bytes","optional":false,"name":"org.apache.kafka.connect.data.Decimal","version":1,"parameters":{{"scale":"{scale}"}}}}]}}"#
+        )
+    };
+    for i in numbers {
+        let scale = if is_unwritable(i) { 200 } else { 2 };
+        // 12.34 + i (at scale 2) as Connect's Decimal: base64 of the big-endian unscaled value.
+        let amount = base64_of(&(1234 + 100 * i as u32).to_be_bytes());
+        let region = ["eu", "us"][i % 2];
+        let value = format!(
+            r#"{{"schema":{},"payload":{{"id":{i},"region":"{region}","amount":"{amount}"}}}}"#,
+            schema(scale)
+        );
+        let mut record = BaseRecord::<(), str>::to("orders")
+            .payload(value.as_str())
+            .partition((i % 2) as i32);
+        while let Err((_, r)) = producer.send(record) {
+            record = r;
+            producer.poll(Duration::from_millis(10));
+        }
+    }
+    producer.flush(Duration::from_secs(30)).expect("delivered");
+}
+
+fn is_unwritable(i: usize) -> bool {
+    i % 25 == 7
+}
+
+fn base64_of(bytes: &[u8]) -> String {
+    const ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::new();
+    for chunk in bytes.chunks(3) {
+        let b = [
+            chunk[0],
+            *chunk.get(1).unwrap_or(&0),
+            *chunk.get(2).unwrap_or(&0),
+        ];
+        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
+        for i in 0..4 {
+            if i <= chunk.len() {
+                out.push(char::from(ALPHABET[((n >> (18 - 6 * i)) & 63) as usize]));
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
+
+/// The ids of the rows of the committed Parquet files of `orders` (pyarrow), once there are
+/// `want` of them; each file holds its region's rows, compressed with zstd.
+fn order_rows(hdfs: &Hdfs, work: &Path, round: &mut usize, want: usize) -> Vec<i64> {
+    wait_for("the rows in committed Parquet files", FLOW, || {
+        *round += 1;
+        let ids: Vec<i64> = committed(hdfs, "orders", "read_parquet.py", work, *round)
+            .into_iter()
+            .flat_map(|(path, records)| {
+                let region = if path.contains("/region=eu/") { 0 } else { 1 };
+                records.into_iter().map(move |r| {
+                    let id = r["record"]["id"].as_i64().unwrap_or(-1);
+                    assert_eq!(id % 2, region, "{path} holds its region's rows: {r}");
+                    assert_eq!(r["codec"], "ZSTD", "{r}");
+                    id
+                })
+            })
+            .collect();
+        (ids.len() >= want).then_some(ids)
+    })
+}
+
+#[test]
+fn parquet_on_hdfs_dead_letters_what_has_no_row_and_rides_out_namenode_outages() {
+    let mut hdfs = Hdfs::start();
+    let kafka = Kafka::start(&[("orders", 2), ("dlq-orders", 1)]);
+    let (cluster, leader) = started(1, &kafka, json_workers());
+    let work = cluster.dir.path().to_path_buf();
+    let store_url = format!("hdfs://{}", hdfs.namenode);
+    create(
+        &cluster,
+        leader,
+        "orders-hdfs",
+        &[
+            (
+                "connector.class",
+                "io.confluent.connect.hdfs3.Hdfs3SinkConnector",
+            ),
+            ("topics", "orders"),
+            ("tasks.max", "2"),
+            ("store.url", &store_url),
+            ("topics.dir", "/data/log"),
+            (
+                "format.class",
+                "io.confluent.connect.hdfs3.parquet.ParquetFormat",
+            ),
+            ("parquet.codec", "zstd"),
+            // Each 100 records of a partition hold 96 rows: two files, nothing left open.
+            ("flush.size", "48"),
+            (
+                "partitioner.class",
+                "io.confluent.connect.storage.partitioner.FieldPartitioner",
+            ),
+            ("partition.field.name", "region"),
+            ("errors.tolerance", "all"),
+            ("errors.retry.timeout", "30000"),
+            ("errors.deadletterqueue.topic.name", "dlq-orders"),
+            ("errors.deadletterqueue.topic.replication.factor", "1"),
+            ("errors.deadletterqueue.context.headers.enable", "true"),
+        ],
+    );
+    let rows = |n: usize| -> BTreeSet<i64> {
+        (0..n)
+            .filter(|i| !is_unwritable(*i))
+            .map(|i| i as i64)
+            .collect()
+    };
+    let mut round = 0;
+    produce_orders(&kafka.bootstrap, 0..400);
+    let ids = order_rows(&hdfs, &work, &mut round, rows(400).len());
+    assert_eq!(ids.iter().copied().collect::<BTreeSet<_>>(), rows(400));
+    assert_eq!(ids.len(), rows(400).len(), "each row once");
+    // What has no row is in the DLQ, with the reason.
+    let dead = read_topic(&kafka, "dlq-orders", 16);
+    assert_eq!(dead.len(), 16, "{dead:?}");
+    for record in &dead {
+        let h = &record["headers"];
+        assert_eq!(error_header(h, "stage").as_deref(), Some("TASK_PUT"), "{h}");
+        assert!(
+            error_header(h, "exception.message")
+                .is_some_and(|m| m.contains("a Decimal scale of 200 does not fit Parquet")),
+            "{h}"
+        );
+    }
+    say(format!(
+        "{} rows in Parquet, 16 records of an unwritable Decimal scale in the DLQ",
+        ids.len()
+    ));
+
+    // The NameNode goes away while no file is open and records arrive: creating a file
+    // fails, is retried with backoff (the task stays RUNNING), and lands once it is back.
+    hdfs.kill_namenode();
+    produce_orders(&kafka.bootstrap, 400..600);
+    wait_for("a retried create in the log", FLOW, || {
+        let log = cluster.log_text(leader);
+        (log.contains("retriable failure: retrying")
+            && log.contains(&format!("create {store_url}/data/log/+tmp/orders/")))
+        .then_some(())
+    });
+    let status = cluster.json(leader, &["connectors", "status", "orders-hdfs"]);
+    let states: Vec<&str> = status["tasks"]
+        .as_array()
+        .map(|t| t.iter().filter_map(|t| t["state"].as_str()).collect())
+        .unwrap_or_default();
+    assert_eq!(states, ["RUNNING", "RUNNING"], "{status}");
+    let restarted = Instant::now();
+    hdfs.start_namenode();
+    let ids = order_rows(&hdfs, &work, &mut round, rows(600).len());
+    assert_eq!(ids.len(), rows(600).len(), "each row once");
+    say(format!(
+        "NameNode down and back: the retried writes landed {} ms after its restart",
+        restarted.elapsed().as_millis()
+    ));
+
+    // Down longer than errors.retry.timeout: FAILED, with a trace naming the store; back, a
+    // restart from the CLI resumes from the last commit.
+    hdfs.kill_namenode();
+    produce_orders(&kafka.bootstrap, 600..700);
+    let trace = wait_for(
+        "a task FAILED by the outage",
+        Duration::from_secs(180),
+        || {
+            let status = cluster.json(leader, &["connectors", "status", "orders-hdfs"]);
+            status["tasks"].as_array().and_then(|tasks| {
+                tasks
+                    .iter()
+                    .find(|t| t["state"] == "FAILED")
+                    .map(|t| t["trace"].as_str().unwrap_or_default().to_string())
+            })
+        },
+    );
+    assert!(trace.contains("errors.retry.timeout"), "{trace}");
+    assert!(
+        trace.contains(&store_url),
+        "the trace names the store: {trace}"
+    );
+    say(format!(
+        "FAILED after the retry timeout: {}",
+        trace.lines().next().unwrap_or_default()
+    ));
+    hdfs.start_namenode();
+    cluster.cli(
+        leader,
+        &[
+            "connectors",
+            "restart",
+            "orders-hdfs",
+            "--include-tasks",
+            "--only-failed",
+        ],
+    );
+    let ids = order_rows(&hdfs, &work, &mut round, rows(700).len());
+    assert_eq!(ids.len(), rows(700).len(), "each row once");
+    assert_eq!(
+        ids.into_iter().collect::<BTreeSet<_>>(),
+        rows(700),
+        "no row lost"
+    );
+    let dead = read_topic(&kafka, "dlq-orders", 28);
+    let dead_offsets: BTreeSet<(i64, i64)> = dead
+        .iter()
+        .filter_map(|r| {
+            let h = &r["headers"];
+            Some((
+                error_header(h, "partition")?.parse().ok()?,
+                error_header(h, "offset")?.parse().ok()?,
+            ))
+        })
+        .collect();
+    assert_eq!(
+        dead_offsets.len(),
+        28,
+        "every text record dead-lettered: {dead:?}"
+    );
+    say(format!(
+        "PARQUET ON HDFS: {} rows exactly once across two NameNode outages; {} DLQ records for 28 text records",
+        rows(700).len(),
+        dead.len()
     ));
 }

@@ -172,7 +172,8 @@ impl Hdfs {
         fs::read_to_string(self.dir.path().join(format!("{name}.log"))).unwrap_or_default()
     }
 
-    /// Start (or restart) the NameNode on its port.
+    /// Start (or restart) the NameNode on its port; returns once the port takes connections
+    /// (it may still be in safe mode).
     pub fn start_namenode(&mut self) {
         let child = self
             .java("namenode")
@@ -181,6 +182,9 @@ impl Hdfs {
             .spawn()
             .expect("start the NameNode");
         self.namenode_process = Some(child);
+        wait_for("the NameNode's RPC port", Duration::from_secs(60), || {
+            std::net::TcpStream::connect(&self.namenode).ok().map(drop)
+        });
     }
 
     /// Kill the NameNode (the file system becomes unreachable; the DataNode waits for it).
@@ -229,6 +233,17 @@ impl Hdfs {
             .collect();
         files.sort();
         files
+    }
+
+    /// The contents of the files `glob` matches, one after another (`hdfs dfs -cat`); empty
+    /// when it matches nothing.
+    pub fn cat(&self, glob: &str) -> String {
+        let (ok, stdout, stderr) = self.run_shell(&["-cat", glob]);
+        if !ok && stderr.contains("No such file or directory") {
+            return String::new();
+        }
+        assert!(ok, "hdfs dfs -cat {glob} failed: {stdout}\n{stderr}");
+        stdout
     }
 
     /// Copy an HDFS file to a local path (`hdfs dfs -get`).

@@ -13,6 +13,7 @@ use ferry_connect::{
 };
 
 use crate::format::avro::AvroCodec;
+use crate::format::parquet::ParquetCodec;
 use crate::partitioner::Partitioner;
 use crate::sink::{HdfsSinkConnector, HdfsSinkTask};
 
@@ -126,6 +127,7 @@ pub struct HdfsSinkConfig {
     pub topics_dir: String,
     pub format: FormatKind,
     pub avro_codec: AvroCodec,
+    pub parquet_codec: ParquetCodec,
     pub flush_size: u64,
     /// `rotate.interval.ms` (record time); `None` when -1.
     pub rotate_interval_ms: Option<i64>,
@@ -177,6 +179,9 @@ impl HdfsSinkConfig {
                 .to_string(),
             format,
             avro_codec: AvroCodec::parse(props.get("avro.codec").map_or("null", |c| c.as_str()))?,
+            parquet_codec: ParquetCodec::parse(
+                props.get("parquet.codec").map_or("snappy", |c| c.as_str()),
+            )?,
             flush_size,
             rotate_interval_ms: period(props, "rotate.interval.ms")?,
             rotate_schedule_ms: period(props, "rotate.schedule.interval.ms")?,
@@ -309,15 +314,6 @@ pub fn check(config: &BTreeMap<String, String>) -> Vec<Finding> {
                 let key = if given("store.url").is_some() { "store.url" } else { "hdfs.url" };
                 found.push(Finding::Error(key.into(), strip_key(&e.message)));
             }
-        }
-    }
-    // What is not built yet is refused up front, not at the first record.
-    if let Some(format) = config.get("format.class") {
-        if FormatKind::of_class(format.trim()) == Some(FormatKind::Parquet) {
-            found.push(Finding::Error(
-                "format.class".into(),
-                format!("{format}: Parquet files are not written yet; use io.confluent.connect.hdfs.avro.AvroFormat, JsonFormat or StringFormat"),
-            ));
         }
     }
     match Partitioner::from_config(config) {

@@ -4,6 +4,7 @@
 //! reports it.
 
 pub mod avro;
+pub mod parquet;
 
 use ferry_connect::config::props;
 use ferry_connect::converter::JsonConverter;
@@ -36,9 +37,7 @@ pub fn writer(config: &HdfsSinkConfig) -> Result<Box<dyn RecordWriter>> {
                 buf: Vec::new(),
             }))
         }
-        FormatKind::Parquet => Err(ConnectError::fatal(
-            "format.class: Parquet files are not written yet; use AvroFormat, JsonFormat or StringFormat",
-        )),
+        FormatKind::Parquet => Ok(Box::new(parquet::ParquetWriter::new(config.parquet_codec))),
     }
 }
 

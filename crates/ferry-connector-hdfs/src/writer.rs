@@ -172,40 +172,50 @@ impl PartitionWriter {
                 self.commit(shared).await?;
             }
         }
-        if self
+        let same = self
             .files
             .get(&dir)
-            .is_some_and(|f| !same_schema(&f.schema, &record.value_schema))
-        {
-            debug!(partition = %self.tp, "schema changed: rotating");
-            self.commit(shared).await?;
-        }
-        if !self.files.contains_key(&dir) {
-            let tmp = shared.names.tmp(
-                &self.tp.topic,
-                &dir,
-                self.tp.partition,
-                shared.generation,
-                &uuid::Uuid::new_v4().simple().to_string(),
-            );
-            let output = shared.storage.create(&tmp).await?;
-            let file = OpenFile {
-                tmp,
-                output,
-                writer: writer(&shared.config)?,
-                pending: Vec::new(),
-                first: record.offset,
-                last: record.offset,
-                schema: record.value_schema.clone(),
-            };
-            self.files.insert(dir.clone(), file);
+            .map(|f| same_schema(&f.schema, &record.value_schema));
+        match (same, self.files.get_mut(&dir)) {
+            (Some(true), Some(file)) => {
+                if let Err(e) = file.writer.write(record) {
+                    return self.failed(shared, record, e).await;
+                }
+            }
+            _ => {
+                // A new file: the record is encoded first, so that a record that cannot be
+                // written neither rotates the open file nor leaves an empty one.
+                let mut encoder = writer(&shared.config)?;
+                if let Err(e) = encoder.write(record) {
+                    return self.failed(shared, record, e).await;
+                }
+                if same == Some(false) {
+                    debug!(partition = %self.tp, "schema changed: rotating");
+                    self.commit(shared).await?;
+                }
+                let tmp = shared.names.tmp(
+                    &self.tp.topic,
+                    &dir,
+                    self.tp.partition,
+                    shared.generation,
+                    &uuid::Uuid::new_v4().simple().to_string(),
+                );
+                let output = shared.storage.create(&tmp).await?;
+                let file = OpenFile {
+                    tmp,
+                    output,
+                    writer: encoder,
+                    pending: Vec::new(),
+                    first: record.offset,
+                    last: record.offset,
+                    schema: record.value_schema.clone(),
+                };
+                self.files.insert(dir.clone(), file);
+            }
         }
         let Some(file) = self.files.get_mut(&dir) else {
             return Err(ConnectError::fatal("an open file went missing"));
         };
-        if let Err(e) = file.writer.write(record) {
-            return self.failed(shared, record, e).await;
-        }
         file.last = record.offset;
         file.pending.extend(file.writer.take());
         if file.pending.len() >= WRITE_AT {
@@ -215,6 +225,7 @@ impl PartitionWriter {
             }
         }
         self.took(record.offset);
+        self.records += 1;
         self.first_time.get_or_insert(time);
         if self.records >= shared.config.flush_size {
             self.commit(shared).await?;
@@ -222,10 +233,11 @@ impl PartitionWriter {
         Ok(())
     }
 
+    /// The next commit covers `offset` (written, or reported: a reported record does not
+    /// count towards flush.size, as in Confluent's connector).
     fn took(&mut self, offset: i64) {
         self.start.get_or_insert(offset);
         self.next = Some(offset + 1);
-        self.records += 1;
     }
 
     /// A record that cannot be placed or written: reported (and then skipped, its offset

@@ -6,7 +6,7 @@ use super::*;
 use std::sync::Mutex;
 
 use ferry_connect::config::props;
-use ferry_connect::task::{CommitOutcome, SinkCommit, SinkCommitter};
+use ferry_connect::task::{CommitOutcome, ErrantRecordReporter, SinkCommit, SinkCommitter};
 use ferry_connect::Value;
 
 #[derive(Default)]
@@ -83,6 +83,15 @@ impl Bed {
 
     /// A started task of `generation` owning partition 0 of `t`.
     async fn task(&self, generation: u64, more: &[(&str, &str)]) -> Box<dyn SinkTask> {
+        self.task_reporting(generation, more, None).await
+    }
+
+    async fn task_reporting(
+        &self,
+        generation: u64,
+        more: &[(&str, &str)],
+        reporter: Option<Arc<dyn ErrantRecordReporter>>,
+    ) -> Box<dyn SinkTask> {
         self.state.lock().expect("lock").generation = generation;
         let connector = HdfsSinkConnector::build(&self.config(more)).expect("valid");
         let task_props = connector.task_configs(1).expect("task configs").remove(0);
@@ -91,7 +100,7 @@ impl Bed {
             connector: "hdfs".into(),
             task: 0,
             generation,
-            reporter: None,
+            reporter,
             committer: Arc::new(Cas {
                 generation,
                 state: self.state.clone(),
@@ -194,6 +203,47 @@ async fn flush_size_commits_files_with_confluent_names_and_offsets_in_raft() {
         .await
         .expect("pre_commit")
         .is_empty());
+}
+
+/// Collects the offsets of reported records.
+#[derive(Default)]
+struct Collect(Mutex<Vec<i64>>);
+
+#[async_trait]
+impl ErrantRecordReporter for Collect {
+    async fn report(&self, record: &SinkRecord, _error: &ConnectError) -> Result<()> {
+        self.0.lock().expect("lock").push(record.offset);
+        Ok(())
+    }
+}
+
+#[tokio::test]
+async fn a_reported_record_is_covered_by_the_next_commit_but_not_counted_towards_flush_size() {
+    let bed = Bed::new();
+    let reported = Arc::new(Collect::default());
+    let mut task = bed
+        .task_reporting(
+            1,
+            &[],
+            Some(reported.clone() as Arc<dyn ErrantRecordReporter>),
+        )
+        .await;
+    let mut batch = records(0..4);
+    // Record 1 does not fit its schema: JsonFormat cannot write it.
+    batch[1].value_schema = Some(Arc::new(ferry_connect::Schema::of(
+        ferry_connect::SchemaType::String,
+    )));
+    task.put(&batch).await.expect("put");
+    assert_eq!(*reported.0.lock().expect("lock"), [1]);
+    assert_eq!(
+        bed.committed(),
+        [(
+            "data/log/t/partition=0/t+0+0000000000+0000000002.json".to_string(),
+            "0\n2\n".to_string()
+        )],
+        "two written records make a file of flush.size 2"
+    );
+    assert_eq!(bed.recorded_next(), Some(3));
 }
 
 #[tokio::test]
