@@ -52,7 +52,11 @@ fn concurrent_config_clients_see_a_linearizable_history_through_a_leader_kill() 
 
 /// Run one scenario of the matrix and require every checker to pass.
 fn scenario(nemesis: Nemesis, seed: u64, secs: u64, lease: bool) {
-    let mut s = Scenario::new(nemesis, Sink::File, seed, Duration::from_secs(secs));
+    scenario_with(Sink::File, nemesis, seed, secs, lease)
+}
+
+fn scenario_with(sink: Sink, nemesis: Nemesis, seed: u64, secs: u64, lease: bool) {
+    let mut s = Scenario::new(nemesis, sink, seed, Duration::from_secs(secs));
     s.lease = lease;
     let summary = run(&s);
     assert!(summary.passed(), "{summary}");
@@ -79,4 +83,24 @@ fn zombies_without_a_lease_are_fenced_by_generation() {
 #[test]
 fn membership_changes_under_load_lose_nothing_and_converge() {
     scenario(Nemesis::Membership, 5, 20, true);
+}
+
+/// The storage sink on a shared directory: kill -9 of random nodes and of the leader, and
+/// zombies without their lease, while it writes, commits and renames; every record exactly
+/// once in its committed files.
+#[test]
+fn the_storage_sink_is_exactly_once_through_kills_of_workers_and_the_leader() {
+    scenario_with(Sink::Storage, Nemesis::KillLeader, 3, 20, true);
+    scenario_with(Sink::Storage, Nemesis::KillRandom, 4, 20, true);
+}
+
+#[test]
+fn storage_sink_zombies_without_a_lease_are_fenced_and_duplicate_nothing() {
+    scenario_with(Sink::Storage, Nemesis::Pause, 2, 25, false);
+}
+
+/// The same sink on a real HDFS under every kind of fault.
+#[test]
+fn the_hdfs_sink_is_exactly_once_under_combined_faults() {
+    scenario_with(Sink::Hdfs, Nemesis::Combined, 11, 30, true);
 }

@@ -6,7 +6,7 @@
 
 use std::collections::BTreeMap;
 
-use ferry_meta::state::Command;
+use ferry_meta::state::{Command, Outcome};
 use ferry_meta::types::Entry;
 use ferry_meta::ClusterState;
 use openraft::EntryPayload;
@@ -26,10 +26,45 @@ pub struct Replayed {
     pub commits: usize,
     /// Offset commits it refused for a stale generation (zombies fenced).
     pub fenced: usize,
+    /// Range commits refused because their start was not the recorded offset (a task that
+    /// wrote from an offset another commit has moved past).
+    pub conflicts: usize,
     /// Entries that repeat a request already applied (a writer retried after losing the
     /// answer): the state machine answers them as the first time and changes nothing, so they
     /// are no effect.
     pub repeats: usize,
+}
+
+impl Replayed {
+    /// An accepted commit by `task` at `generation` of `offsets` (partition, next offset): one
+    /// effect per partition, by the worker `before` assigned the task to.
+    fn accepted(
+        &mut self,
+        before: &ClusterState,
+        name: &str,
+        task: u32,
+        generation: u64,
+        offsets: impl Iterator<Item = (i32, Option<i64>)>,
+    ) {
+        self.commits += 1;
+        let worker = before
+            .assignments
+            .get(name)
+            .and_then(|a| a.tasks.get(&task))
+            .and_then(|a| a.worker)
+            .unwrap_or(0);
+        for (partition, offset) in offsets {
+            self.effects.push(Effect {
+                partition,
+                worker,
+                generation,
+            });
+            if let Some(offset) = offset {
+                self.offsets
+                    .push(OffsetEvent::Observed { partition, offset });
+            }
+        }
+    }
 }
 
 /// Whether `request` repeats one `state` has already answered.
@@ -91,27 +126,37 @@ pub fn replay(entries: &[Entry], name: &str, topic: &str) -> Replayed {
                 },
                 Ok(_),
             ) => {
-                out.commits += 1;
-                let worker = before
-                    .assignments
-                    .get(name)
-                    .and_then(|a| a.tasks.get(task))
-                    .and_then(|a| a.worker)
-                    .unwrap_or(0);
-                for o in offsets.iter().filter(|o| o.topic == topic) {
-                    out.effects.push(Effect {
-                        partition: o.partition,
-                        worker,
-                        generation: *generation,
-                    });
-                    if let Some(offset) = o.offset {
-                        out.offsets.push(OffsetEvent::Observed {
-                            partition: o.partition,
-                            offset,
-                        });
-                    }
-                }
+                let offsets = offsets.iter().filter(|o| o.topic == topic);
+                out.accepted(
+                    &before,
+                    name,
+                    *task,
+                    *generation,
+                    offsets.map(|o| (o.partition, o.offset)),
+                );
             }
+            // The storage sinks' commit: a range of one partition, compare-and-set on `start`.
+            (
+                Command::CommitSinkRange {
+                    task,
+                    generation,
+                    topic: t,
+                    partition,
+                    next,
+                    ..
+                },
+                Ok(Outcome::Done),
+            ) if t == topic => {
+                out.accepted(
+                    &before,
+                    name,
+                    *task,
+                    *generation,
+                    std::iter::once((*partition, Some(*next))),
+                );
+            }
+            (Command::CommitSinkRange { .. }, Ok(Outcome::Conflict { .. })) => out.conflicts += 1,
+            (Command::CommitSinkRange { .. }, Err(_)) => out.fenced += 1,
             (Command::CommitSinkOffsets { .. }, Err(_)) => out.fenced += 1,
             (
                 Command::AlterOffsets { .. }
@@ -289,6 +334,43 @@ mod tests {
             ]
         );
         assert!(super::super::checkers::single_owner(&r.effects).is_empty());
+    }
+
+    fn range(generation: u64, start: i64, next: i64) -> Command {
+        Command::CommitSinkRange {
+            name: "sink".into(),
+            task: 0,
+            generation,
+            topic: "t".into(),
+            partition: 0,
+            start,
+            next,
+            payload: BTreeMap::from([("tmp".to_string(), "final".to_string())]),
+        }
+    }
+
+    #[test]
+    fn range_commits_are_effects_and_a_zombie_or_a_stale_start_is_refused() {
+        let mut log = setup();
+        log.extend([
+            range(2, 0, 10),
+            assign(2),        // generation 3
+            range(2, 10, 20), // the zombie of generation 2: fenced
+            range(3, 0, 12),  // a start the state has moved past: a conflict
+            range(3, 10, 15),
+        ]);
+        let r = replay(&entries(log), "sink", "t");
+        assert_eq!((r.commits, r.fenced, r.conflicts), (2, 1, 1));
+        let observed = |offset| OffsetEvent::Observed {
+            partition: 0,
+            offset,
+        };
+        assert_eq!(r.offsets, vec![observed(10), observed(15)]);
+        assert!(super::super::checkers::single_owner(&r.effects).is_empty());
+        assert_eq!(
+            r.effects.last().map(|e| (e.worker, e.generation)),
+            Some((2, 3))
+        );
     }
 
     #[test]

@@ -15,6 +15,7 @@ use super::nemesis::Nemesis;
 use super::replay::{replay, Replayed};
 use super::rng::Rng;
 use super::workload::{low_watermarks, offset_poller, producer, record_id};
+use crate::hdfs::Hdfs;
 use crate::{lines_in_work_dirs, say, wait_for, Cluster, Kafka, Settings, Signal};
 
 /// The topic the numbered records go to.
@@ -32,14 +33,32 @@ const RECOVERY: Duration = Duration::from_secs(30);
 pub enum Sink {
     /// FileStreamSink: at-least-once (duplicates counted, not failed).
     File,
+    /// The storage sink (HDFS sink class) on a directory every worker shares: exactly-once.
+    Storage,
+    /// The storage sink on a real HDFS: exactly-once.
+    Hdfs,
+}
+
+/// Where the storage sinks put their files, under the store.
+const TOPICS_DIR: &str = "/jepsen";
+
+/// What a sink writes to, made for one run.
+pub enum Output {
+    /// Each worker's working directory (FileStreamSink's relative `file`).
+    WorkDirs,
+    /// A directory every worker shares.
+    Shared(std::path::PathBuf),
+    Hdfs(Hdfs),
 }
 
 impl Sink {
-    pub const ALL: [Sink; 1] = [Sink::File];
+    pub const ALL: [Sink; 3] = [Sink::File, Sink::Storage, Sink::Hdfs];
 
     pub fn name(self) -> &'static str {
         match self {
             Sink::File => "file",
+            Sink::Storage => "storage",
+            Sink::Hdfs => "hdfs",
         }
     }
 
@@ -47,35 +66,82 @@ impl Sink {
     pub fn exactly_once(self) -> bool {
         match self {
             Sink::File => false,
+            Sink::Storage | Sink::Hdfs => true,
         }
     }
 
-    fn output(self) -> &'static str {
+    /// Make what the sink writes to (an HDFS is started here).
+    pub fn output(self, cluster: &Cluster) -> Output {
         match self {
-            Sink::File => "sink.out",
+            Sink::File => Output::WorkDirs,
+            Sink::Storage => Output::Shared(cluster.dir.path().join("store")),
+            Sink::Hdfs => Output::Hdfs(Hdfs::start()),
         }
     }
 
-    fn config(self, tasks: usize) -> Vec<(&'static str, String)> {
-        match self {
-            Sink::File => vec![
-                ("connector.class", "FileStreamSink".into()),
-                ("topics", TOPIC.into()),
-                ("tasks.max", tasks.to_string()),
-                // Relative: each worker writes in its own working directory.
-                ("file", self.output().into()),
-            ],
-        }
+    fn config(self, output: &Output, tasks: usize) -> Vec<(&'static str, String)> {
+        let mut config = vec![("topics", TOPIC.into()), ("tasks.max", tasks.to_string())];
+        let store_url = match output {
+            // Relative: each worker writes in its own working directory.
+            Output::WorkDirs => {
+                config.push(("connector.class", "FileStreamSink".into()));
+                config.push(("file", FILE_OUTPUT.into()));
+                return config;
+            }
+            Output::Shared(dir) => dir.display().to_string(),
+            Output::Hdfs(hdfs) => format!("hdfs://{}", hdfs.namenode),
+        };
+        config.extend([
+            (
+                "connector.class",
+                "io.confluent.connect.hdfs.HdfsSinkConnector".into(),
+            ),
+            ("store.url", store_url),
+            ("topics.dir", TOPICS_DIR.into()),
+            (
+                "format.class",
+                "io.confluent.connect.hdfs.string.StringFormat".into(),
+            ),
+            // Small files and a commit every second, so that faults land mid-file and
+            // between a commit and its renames.
+            ("flush.size", "50".into()),
+            ("rotate.schedule.interval.ms", "1000".into()),
+        ]);
+        config
     }
 
-    /// The record numbers the sink wrote, with repeats.
-    fn delivered(self, cluster: &Cluster) -> Vec<u64> {
-        lines_in_work_dirs(cluster, self.output())
-            .iter()
-            .filter_map(|l| record_id(l))
-            .collect()
+    /// The record numbers the sink wrote, with repeats: for the storage sinks, those in
+    /// committed files (not in `+tmp`).
+    fn delivered(self, cluster: &Cluster, output: &Output) -> Vec<u64> {
+        let lines = match output {
+            Output::WorkDirs => lines_in_work_dirs(cluster, FILE_OUTPUT),
+            Output::Shared(dir) => {
+                let topic = dir.join(TOPICS_DIR.trim_start_matches('/')).join(TOPIC);
+                let mut lines = Vec::new();
+                for partition in std::fs::read_dir(&topic).into_iter().flatten().flatten() {
+                    for file in std::fs::read_dir(partition.path())
+                        .into_iter()
+                        .flatten()
+                        .flatten()
+                    {
+                        let text = std::fs::read_to_string(file.path()).unwrap_or_default();
+                        lines.extend(text.lines().map(str::to_string));
+                    }
+                }
+                lines
+            }
+            Output::Hdfs(hdfs) => hdfs
+                .cat(&format!("{TOPICS_DIR}/{TOPIC}/*/*"))
+                .lines()
+                .map(str::to_string)
+                .collect(),
+        };
+        lines.iter().filter_map(|l| record_id(l)).collect()
     }
 }
+
+/// FileStreamSink's output, in each worker's directory.
+const FILE_OUTPUT: &str = "sink.out";
 
 impl std::str::FromStr for Sink {
     type Err = String;
@@ -84,7 +150,7 @@ impl std::str::FromStr for Sink {
         Sink::ALL
             .into_iter()
             .find(|k| k.name() == s)
-            .ok_or_else(|| format!("unknown sink {s:?}: expected one of: file"))
+            .ok_or_else(|| format!("unknown sink {s:?}: expected one of: file, storage, hdfs"))
     }
 }
 
@@ -189,11 +255,12 @@ impl Summary {
                 "single owner",
                 self.ownership_violations.is_empty() && r.commits > 0,
                 format!(
-                    "{} violations in {} committed effects ({} offset commits accepted, {} fenced, {} retries answered from the first) over {} log entries",
+                    "{} violations in {} committed effects ({} offset commits accepted, {} fenced, {} refused for a stale start, {} retries answered from the first) over {} log entries",
                     self.ownership_violations.len(),
                     r.effects.len(),
                     r.commits,
                     r.fenced,
+                    r.conflicts,
                     r.repeats,
                     r.entries
                 ),
@@ -495,7 +562,8 @@ pub fn run(s: &Scenario) -> Summary {
                 .then_some(())
         });
     }
-    let config: Vec<(&str, String)> = s.sink.config(s.tasks);
+    let output = s.sink.output(&cluster);
+    let config: Vec<(&str, String)> = s.sink.config(&output, s.tasks);
     let pairs: Vec<(&str, &str)> = config.iter().map(|(k, v)| (*k, v.as_str())).collect();
     let file = cluster.connector_file(SINK, &pairs);
     cluster.cli(
@@ -596,14 +664,14 @@ pub fn run(s: &Scenario) -> Summary {
     // Drain: wait (bounded) for every acknowledged record to reach the sink.
     let wanted: BTreeSet<u64> = produced.acked.iter().map(|p| p.id).collect();
     let drain = Instant::now();
-    let mut delivered = s.sink.delivered(&cluster);
+    let mut delivered = s.sink.delivered(&cluster, &output);
     while drain.elapsed() < Duration::from_secs(60) {
         let got: BTreeSet<u64> = delivered.iter().copied().collect();
         if wanted.is_subset(&got) {
             break;
         }
         std::thread::sleep(Duration::from_millis(250));
-        delivered = s.sink.delivered(&cluster);
+        delivered = s.sink.delivered(&cluster, &output);
     }
     let offsets_read = poller.finish();
     let lows = low_watermarks(&kafka.bootstrap, TOPIC, s.partitions);
