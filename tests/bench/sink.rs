@@ -1,10 +1,12 @@
 //! The FileStreamSink benchmark: 1,000,000 × 1 KiB records in 256 partitions of the mock
 //! broker, drained by Debian's kcat into a file (the baseline) and by Ferry's FileStreamSink
-//! over three workers; then the median fail-over time over several kills, and RSS under load.
+//! over three workers; the JSON path with transforms; the storage sink's formats into a local
+//! directory and into HDFS; then the median fail-over time over several kills, and RSS under load.
 
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use ferry_tests::hdfs::Hdfs;
 use ferry_tests::{lines_in_work_dirs, wait_for, Cluster, Kafka, Settings};
 use rdkafka::config::ClientConfig;
 use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
@@ -297,6 +299,8 @@ pub fn run() -> anyhow::Result<()> {
         100.0 * json_rate / rate
     );
 
+    formats(&cluster, leader, json_rate)?;
+
     // The storage sink (HDFS sink on a local directory), JsonFormat: the same 1 KiB records
     // as JSON strings, committed exactly once through Raft.
     let store = tempfile::tempdir()?;
@@ -381,5 +385,101 @@ pub fn run() -> anyhow::Result<()> {
     }
     drop(cluster);
     drop(kafka);
+    Ok(())
+}
+
+/// Records of `name` committed through Raft: the sum of its partitions' next offsets (the
+/// topic's offsets start at 0).
+fn committed_records(cluster: &Cluster, node: u64, name: &str) -> Option<u64> {
+    let out = cluster.cli_on(&[node], &["-o", "json", "connectors", "offsets", name]);
+    if !out.ok() {
+        return None;
+    }
+    let offsets = out.json()["offsets"].as_array()?.clone();
+    Some(
+        offsets
+            .iter()
+            .filter_map(|o| o["offset"]["kafka_offset"].as_u64())
+            .sum(),
+    )
+}
+
+/// The storage sink's formats on the JSON path's records (Kafka Connect's envelope, a
+/// three-field struct): JsonFormat, AvroFormat and ParquetFormat into a local directory and
+/// into a real HDFS, timed until Raft holds the offsets of every record, which is when their
+/// files are committed; beside the JSON path's FileStreamSink figure.
+fn formats(cluster: &Cluster, leader: u64, json_rate: f64) -> anyhow::Result<()> {
+    let hdfs = Hdfs::start();
+    let local = tempfile::tempdir()?;
+    let formats = [
+        ("json", "io.confluent.connect.hdfs.json.JsonFormat"),
+        ("avro", "io.confluent.connect.hdfs.avro.AvroFormat"),
+        ("parquet", "io.confluent.connect.hdfs.parquet.ParquetFormat"),
+    ];
+    for (store, url) in [
+        ("a local dir", local.path().to_string_lossy().to_string()),
+        ("HDFS", format!("hdfs://{}", hdfs.namenode)),
+    ] {
+        for (ext, class) in formats {
+            let name = format!(
+                "bench-{ext}-{}",
+                if store == "HDFS" { "hdfs" } else { "local" }
+            );
+            let topics_dir = format!("/{name}");
+            let file = cluster.connector_file(
+                &name,
+                &[
+                    (
+                        "connector.class",
+                        "io.confluent.connect.hdfs3.Hdfs3SinkConnector",
+                    ),
+                    ("topics", JSON_TOPIC),
+                    ("tasks.max", "6"),
+                    ("store.url", &url),
+                    ("topics.dir", &topics_dir),
+                    ("format.class", class),
+                    ("flush.size", "1000"),
+                    ("rotate.schedule.interval.ms", "1000"),
+                    (
+                        "value.converter",
+                        "org.apache.kafka.connect.json.JsonConverter",
+                    ),
+                ],
+            );
+            let started = Instant::now();
+            cluster.cli(
+                leader,
+                &["connectors", "create", "-f", &file.to_string_lossy()],
+            );
+            let took = wait_for(
+                "the storage sink to commit every record",
+                Duration::from_secs(900),
+                || {
+                    (committed_records(cluster, leader, &name)? >= JSON_RECORDS as u64)
+                        .then(|| started.elapsed())
+                },
+            );
+            let bytes = if store == "HDFS" {
+                let du = hdfs.shell(&["-du", "-s", &format!("{topics_dir}/{JSON_TOPIC}")]);
+                du.split_whitespace()
+                    .next()
+                    .and_then(|b| b.parse::<u64>().ok())
+                    .unwrap_or(0)
+            } else {
+                committed_bytes(&local.path().join(&name).join(JSON_TOPIC))
+            };
+            let rate = JSON_RECORDS as f64 / took.as_secs_f64();
+            println!(
+                "ferry     {:<8} {:<12} {:>9.0} records/s  {:>7.1} MB/s of files  ({:.2} s for {JSON_RECORDS}; {:.0}% of the JSON path's FileStreamSink)",
+                ext,
+                store,
+                rate,
+                bytes as f64 / 1e6 / took.as_secs_f64(),
+                took.as_secs_f64(),
+                100.0 * rate / json_rate
+            );
+            cluster.cli(leader, &["connectors", "delete", &name]);
+        }
+    }
     Ok(())
 }

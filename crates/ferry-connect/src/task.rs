@@ -74,6 +74,29 @@ pub trait SinkCommitter: Send + Sync {
     ) -> Result<Option<(i64, BTreeMap<String, String>)>>;
 }
 
+/// Offsets a sink task asks the runtime to consume from again (Kafka Connect's
+/// `SinkTaskContext.offset(...)`): a task that lost what it had buffered since its last
+/// commit rewinds its partition to that commit. The runtime seeks after the call that asked,
+/// and leaves that partition's records out of a retry of the same call: they come again from
+/// the consumer.
+#[derive(Debug, Default)]
+pub struct Rewinds(std::sync::Mutex<HashMap<TopicPartition, i64>>);
+
+impl Rewinds {
+    /// Consume `partition` again from `offset`.
+    pub fn request(&self, partition: TopicPartition, offset: i64) {
+        self.0
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(partition, offset);
+    }
+
+    /// What was asked since the last call.
+    pub fn take(&self) -> HashMap<TopicPartition, i64> {
+        std::mem::take(&mut *self.0.lock().unwrap_or_else(|p| p.into_inner()))
+    }
+}
+
 /// What a sink task is given when it starts.
 #[derive(Clone)]
 pub struct SinkTaskContext {
@@ -83,6 +106,7 @@ pub struct SinkTaskContext {
     pub generation: u64,
     pub reporter: Option<Arc<dyn ErrantRecordReporter>>,
     pub committer: Arc<dyn SinkCommitter>,
+    pub rewinds: Arc<Rewinds>,
 }
 
 /// A sink task (Kafka Connect's `SinkTask`).

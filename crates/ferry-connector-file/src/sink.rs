@@ -185,6 +185,7 @@ mod tests {
             generation: 1,
             reporter: None,
             committer: Arc::new(NoCommits),
+            rewinds: Arc::default(),
         }
     }
 

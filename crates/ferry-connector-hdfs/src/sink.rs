@@ -168,6 +168,7 @@ impl SinkTask for HdfsSinkTask {
             storage,
             committer: context.committer,
             reporter: context.reporter,
+            rewinds: context.rewinds,
             generation: context.generation,
         });
         Ok(())

@@ -2,14 +2,18 @@
 //! temporary files (one per partition path); a rotation closes and syncs them, proposes "files
 //! tmp → final, offsets start → next" through Raft (compare-and-set on `start`), and renames
 //! only what Raft accepted. Each step that fails is driven again before anything else happens,
-//! so a retried call never repeats or skips one. A starting writer replays the last accepted
+//! so a retried call never repeats or skips one. A file that cannot be written or closed is
+//! given up with the partition's other open files, and the partition is consumed again from
+//! its last commit (a rewind the runtime carries out). A starting writer replays the last accepted
 //! commit (renaming only where the target is missing), removes this partition's temporary
 //! files, and resumes after what is committed.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use ferry_connect::task::{CommitOutcome, ErrantRecordReporter, SinkCommit, SinkCommitter};
+use ferry_connect::task::{
+    CommitOutcome, ErrantRecordReporter, Rewinds, SinkCommit, SinkCommitter,
+};
 use ferry_connect::{ConnectError, Result, Schema, SinkRecord, TopicPartition};
 use tracing::{debug, info, warn};
 
@@ -28,6 +32,8 @@ pub struct Shared {
     pub storage: Arc<dyn Storage>,
     pub committer: Arc<dyn SinkCommitter>,
     pub reporter: Option<Arc<dyn ErrantRecordReporter>>,
+    /// Where a partition that lost its open files asks to be consumed again.
+    pub rewinds: Arc<Rewinds>,
     pub generation: u64,
 }
 
@@ -63,9 +69,6 @@ pub struct PartitionWriter {
     /// limit).
     pub last_written: u64,
     stage: Stage,
-    /// A write or close failed: the open files are incomplete, so nothing more may be
-    /// committed; the task must start again from its last commit.
-    broken: Option<String>,
 }
 
 fn same_schema(a: &Option<Arc<Schema>>, b: &Option<Arc<Schema>>) -> bool {
@@ -120,7 +123,6 @@ impl PartitionWriter {
             first_time: None,
             last_written: 0,
             stage: Stage::Writing,
-            broken: None,
         })
     }
 
@@ -221,7 +223,10 @@ impl PartitionWriter {
         if file.pending.len() >= WRITE_AT {
             let bytes = std::mem::take(&mut file.pending);
             if let Err(e) = file.output.write(bytes).await {
-                return Err(self.break_off(e));
+                let files = std::mem::take(&mut self.files);
+                return Err(self
+                    .rewind(shared, files.into_values().map(|f| f.tmp), e)
+                    .await);
             }
         }
         self.took(record.offset);
@@ -269,7 +274,9 @@ impl PartitionWriter {
             return Ok(());
         }
         let mut payload = BTreeMap::new();
-        for (dir, file) in std::mem::take(&mut self.files) {
+        let files = std::mem::take(&mut self.files);
+        let tmps: Vec<String> = files.values().map(|f| f.tmp.clone()).collect();
+        for (dir, file) in files {
             let target = shared.names.committed(
                 &self.tp.topic,
                 &dir,
@@ -279,7 +286,7 @@ impl PartitionWriter {
             );
             let tmp = file.tmp.clone();
             if let Err(e) = Self::close(file).await {
-                return Err(self.break_off(e));
+                return Err(self.rewind(shared, tmps, e).await);
             }
             payload.insert(tmp, target);
         }
@@ -302,21 +309,39 @@ impl PartitionWriter {
         file.output.close().await
     }
 
-    /// A file could not be written or closed: this partition takes nothing more.
-    fn break_off(&mut self, e: ConnectError) -> ConnectError {
-        let message = format!(
-            "{}: {}; the files since the last commit are incomplete, so the task must start again from it",
-            self.tp, e.message
-        );
-        self.broken = Some(message.clone());
-        ConnectError::fatal(message)
+    /// A file could not be written or closed: what was taken since the last commit is lost
+    /// with it. The open files are given up (their temporary files `tmps` removed, or left
+    /// for the task's next start to remove) and the partition is consumed again from the last
+    /// commit; `e` keeps its class, so a store that is down is retried.
+    async fn rewind(
+        &mut self,
+        shared: &Shared,
+        tmps: impl IntoIterator<Item = String>,
+        e: ConnectError,
+    ) -> ConnectError {
+        for tmp in tmps {
+            if let Err(d) = shared.storage.delete(&tmp).await {
+                debug!(file = %tmp, error = %d, "cannot remove a given-up temporary file: the task's next start will");
+            }
+        }
+        let Some(start) = self.start else {
+            return e; // Nothing was taken, so nothing is lost.
+        };
+        self.next = Some(start);
+        self.records = 0;
+        self.first_time = None;
+        shared.rewinds.request(self.tp.clone(), start);
+        ConnectError {
+            message: format!(
+                "{}: {}; the files since the last commit are given up and the partition is consumed again from offset {start}",
+                self.tp, e.message
+            ),
+            ..e
+        }
     }
 
     /// Drive a commit in progress to its end: propose it, then rename.
     async fn settle(&mut self, shared: &Shared) -> Result<()> {
-        if let Some(broken) = &self.broken {
-            return Err(ConnectError::fatal(broken.clone()));
-        }
         if let Stage::Proposing(commit) = &self.stage {
             let accepted = match shared.committer.commit(commit.clone()).await? {
                 CommitOutcome::Committed => true,

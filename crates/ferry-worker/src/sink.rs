@@ -3,12 +3,12 @@
 //! are converted and `put`; every `offset.flush.interval.ms` the offsets `pre_commit` returns are
 //! committed with the task's generation, so a stale run is fenced.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 
 use ferry_connect::plugin::TaskFactory;
-use ferry_connect::task::SinkTaskContext;
+use ferry_connect::task::{Rewinds, SinkTaskContext};
 use ferry_connect::{ConnectError, Converter, Header, SinkRecord, SinkTask, TopicPartition};
 use ferry_meta::state::{Command, SinkOffset, TargetState};
 use futures::FutureExt;
@@ -58,6 +58,8 @@ struct SinkLoop {
     /// Next offset to consume, per partition, as far as `put` has gone.
     next: HashMap<TopicPartition, i64>,
     committed: HashMap<TopicPartition, i64>,
+    /// Where the task asked to consume again.
+    rewinds: Arc<Rewinds>,
 }
 
 fn kafka_error(what: &str, e: rdkafka::error::KafkaError) -> ConnectError {
@@ -81,12 +83,14 @@ impl SinkLoop {
         let reporter = Arc::new(reporter);
         let classes = converter_classes(&ctx);
         let mut task = factory(&ctx.task_config)?;
+        let rewinds = Arc::new(Rewinds::default());
         task.start(SinkTaskContext {
             connector: ctx.name.clone(),
             task: ctx.task.unwrap_or_default(),
             generation: ctx.generation,
             reporter: Some(reporter.clone()),
             committer: Arc::new(RaftCommitter::new(ctx.clone())),
+            rewinds: rewinds.clone(),
         })
         .await?;
         let partitions: Vec<TopicPartition> = ctx
@@ -140,6 +144,7 @@ impl SinkLoop {
             classes,
             next: committed.clone(),
             committed,
+            rewinds,
         })
     }
 
@@ -216,11 +221,12 @@ impl SinkLoop {
 
     /// Hand a batch to the task; the offsets of every consumed message move on once `put`
     /// returns, dropped ones included, under the topic they were consumed from (a transform
-    /// may have renamed it).
+    /// may have renamed it) — but for a partition the task rewound, which consumes again.
     async fn put(&mut self, batch: Batch) -> Result<(), Failure> {
+        let mut rewound = HashSet::new();
         if !batch.records.is_empty() {
             self.reporter.begin(batch.held);
-            let put = self.put_records(batch.records).await;
+            let put = self.put_records(batch.records, &mut rewound).await;
             // A record reported under errors.tolerance=none fails the task even if the task
             // carried on.
             if let Some(fatal) = self.reporter.end() {
@@ -229,31 +235,70 @@ impl SinkLoop {
             put?;
         }
         for (tp, offset) in batch.consumed {
-            self.next.insert(tp, offset + 1);
+            if !rewound.contains(&tp) {
+                self.next.insert(tp, offset + 1);
+            }
         }
         Ok(())
     }
 
-    /// `put`, retrying a retriable failure (see `retry`); then the failure fails the task.
-    async fn put_records(&mut self, records: Vec<SinkRecord>) -> Result<(), Failure> {
-        let mut retry = Retry::new(&self.errors, "put");
+    /// `put`, retrying a retriable failure (see `retry`); then the failure fails the task. The
+    /// records of a partition the task rewound are left out of the retry: the consumer
+    /// delivers them again.
+    async fn put_records(
+        &mut self,
+        mut records: Vec<SinkRecord>,
+        rewound: &mut HashSet<TopicPartition>,
+    ) -> Result<(), Failure> {
+        let errors = self.errors.clone();
+        let mut retry = Retry::new(&errors, "put");
         loop {
-            match self.task.put(&records).await {
+            let put = self.task.put(&records).await;
+            let now = self.rewind()?;
+            if !now.is_empty() {
+                records.retain(|r| !now.contains(&r.topic_partition()));
+                rewound.extend(now);
+            }
+            match put {
                 Ok(()) => return Ok(()),
                 Err(e) => retry.after(e, &mut self.stop, &self.ctx.label()).await?,
+            }
+            if records.is_empty() {
+                return Ok(());
             }
         }
     }
 
     /// The task's time-based work, retried as `put` is.
     async fn tick(&mut self) -> Result<(), Failure> {
-        let mut retry = Retry::new(&self.errors, "tick");
+        let errors = self.errors.clone();
+        let mut retry = Retry::new(&errors, "tick");
         loop {
-            match self.task.tick().await {
+            let tick = self.task.tick().await;
+            self.rewind()?;
+            match tick {
                 Ok(()) => return Ok(()),
                 Err(e) => retry.after(e, &mut self.stop, &self.ctx.label()).await?,
             }
         }
+    }
+
+    /// Seek the partitions the task asked to consume again; they are returned.
+    fn rewind(&mut self) -> Result<HashSet<TopicPartition>, Failure> {
+        let asked = self.rewinds.take();
+        for (tp, offset) in &asked {
+            self.consumer
+                .seek(
+                    &tp.topic,
+                    tp.partition,
+                    Offset::Offset(*offset),
+                    Duration::from_secs(10),
+                )
+                .map_err(|e| kafka_error(&format!("seek {tp} to offset {offset}"), e))?;
+            self.next.insert(tp.clone(), *offset);
+            info!(task = %self.ctx.label(), partition = %tp, offset, "consuming again from the task's last commit");
+        }
+        Ok(asked.into_keys().collect())
     }
 
     /// Commit what `pre_commit` allows, with this task's generation.

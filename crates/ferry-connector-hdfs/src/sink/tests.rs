@@ -105,6 +105,7 @@ impl Bed {
                 generation,
                 state: self.state.clone(),
             }),
+            rewinds: Arc::default(),
         })
         .await
         .expect("start");
@@ -395,7 +396,138 @@ fn a_local_store_that_is_not_shared_is_refused() {
                 generation: 1,
                 state: bed.state.clone(),
             }),
+            rewinds: Arc::default(),
         }))
         .expect_err("not shared");
     assert!(err.message.contains("every worker shares"), "{err}");
+}
+
+/// A local store whose files fail to close while `failing` is set, as they do when the
+/// NameNode goes away between the writes and the close.
+struct Flaky {
+    inner: LocalStorage,
+    failing: Arc<std::sync::atomic::AtomicBool>,
+}
+
+struct FlakyOutput {
+    inner: Box<dyn crate::storage::Output>,
+    failing: Arc<std::sync::atomic::AtomicBool>,
+}
+
+#[async_trait]
+impl crate::storage::Output for FlakyOutput {
+    async fn write(&mut self, bytes: Vec<u8>) -> Result<()> {
+        self.inner.write(bytes).await
+    }
+
+    async fn close(self: Box<Self>) -> Result<()> {
+        if self.failing.load(std::sync::atomic::Ordering::SeqCst) {
+            return Err(ConnectError::retriable("close: Connection refused"));
+        }
+        self.inner.close().await
+    }
+}
+
+#[async_trait]
+impl Storage for Flaky {
+    async fn create(&self, path: &str) -> Result<Box<dyn crate::storage::Output>> {
+        Ok(Box::new(FlakyOutput {
+            inner: self.inner.create(path).await?,
+            failing: self.failing.clone(),
+        }))
+    }
+    async fn rename(&self, from: &str, to: &str) -> Result<crate::storage::Renamed> {
+        self.inner.rename(from, to).await
+    }
+    async fn list_files(&self, dir: &str) -> Result<Vec<String>> {
+        self.inner.list_files(dir).await
+    }
+    async fn delete(&self, path: &str) -> Result<()> {
+        self.inner.delete(path).await
+    }
+    async fn exists(&self, path: &str) -> Result<bool> {
+        self.inner.exists(path).await
+    }
+    async fn read(&self, path: &str) -> Result<Vec<u8>> {
+        self.inner.read(path).await
+    }
+}
+
+#[tokio::test]
+async fn a_file_that_cannot_be_closed_is_given_up_and_its_partition_consumed_again() {
+    let bed = Bed::new();
+    let config = HdfsSinkConfig::parse(&bed.config(&[("flush.size", "3")])).expect("config");
+    let failing = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let rewinds = Arc::new(ferry_connect::task::Rewinds::default());
+    let shared = Shared {
+        names: Names {
+            topics_dir: config.topics_dir.clone(),
+            delim: config.file_delim.clone(),
+            pad: config.zero_pad_width,
+            extension: config.format.extension(),
+        },
+        storage: Arc::new(Flaky {
+            inner: LocalStorage::new(bed.dir.path()),
+            failing: failing.clone(),
+        }),
+        config,
+        committer: Arc::new(Cas {
+            generation: 1,
+            state: bed.state.clone(),
+        }),
+        reporter: None,
+        rewinds: rewinds.clone(),
+        generation: 1,
+    };
+    let tp = TopicPartition::new("t", 0);
+    let mut writer = PartitionWriter::open(&shared, tp.clone())
+        .await
+        .expect("open");
+    for r in records(0..3) {
+        writer.write(&shared, &r, 0).await.expect("write");
+    }
+    assert_eq!(bed.recorded_next(), Some(3));
+
+    // The store goes away after records 3 and 4 are written: the close at record 5 fails.
+    writer.write(&shared, &record(3), 0).await.expect("write");
+    writer.write(&shared, &record(4), 0).await.expect("write");
+    failing.store(true, std::sync::atomic::Ordering::SeqCst);
+    let e = writer
+        .write(&shared, &record(5), 0)
+        .await
+        .expect_err("the close fails");
+    assert!(e.is_retriable(), "a store that is down is retried: {e}");
+    assert!(
+        e.message.contains("consumed again from offset 3"),
+        "{}",
+        e.message
+    );
+    assert_eq!(rewinds.take(), HashMap::from([(tp.clone(), 3)]));
+    assert!(
+        bed.files().keys().all(|k| !k.contains("+tmp")),
+        "the given-up file is removed: {:?}",
+        bed.files()
+    );
+    assert_eq!(bed.recorded_next(), Some(3), "nothing more was committed");
+
+    // Back: the records come again from offset 3 and are committed once.
+    failing.store(false, std::sync::atomic::Ordering::SeqCst);
+    for r in records(3..6) {
+        writer.write(&shared, &r, 0).await.expect("write");
+    }
+    assert_eq!(
+        bed.committed(),
+        [
+            (
+                "data/log/t/partition=0/t+0+0000000000+0000000002.json".to_string(),
+                "0\n1\n2\n".to_string()
+            ),
+            (
+                "data/log/t/partition=0/t+0+0000000003+0000000005.json".to_string(),
+                "3\n4\n5\n".to_string()
+            ),
+        ]
+    );
+    assert_eq!(bed.recorded_next(), Some(6));
+    assert!(rewinds.take().is_empty());
 }
