@@ -216,8 +216,11 @@ impl SinkTask for HdfsSinkTask {
         if now < due {
             return Ok(());
         }
-        for writer in self.writers.values_mut().filter(|w| w.has_pending()) {
-            writer.commit(shared).await?;
+        // Side by side, not one after another: closing an HDFS file waits for the NameNode to
+        // learn of its last block (hdfs-native polls `complete`, from 500 ms).
+        let due = self.writers.values_mut().filter(|w| w.has_pending());
+        for committed in futures::future::join_all(due.map(|w| w.commit(shared))).await {
+            committed?;
         }
         self.next_rotation = Some(next_boundary(now, interval, &zone));
         Ok(())
