@@ -23,6 +23,7 @@ unit:
 e2e: build
 	./scripts/testbed/python.sh
 	./scripts/testbed/hdfs.sh
+	./scripts/testbed/postgres.sh
 	$(CARGO) test -p ferry-tests --locked -- --test-threads=1 --nocapture
 
 run:

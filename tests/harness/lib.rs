@@ -4,6 +4,7 @@
 pub mod hdfs;
 pub mod jepsen;
 pub mod pipeline;
+pub mod postgres;
 pub mod proxy;
 pub mod storage;
 

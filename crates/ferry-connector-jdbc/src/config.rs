@@ -1,0 +1,328 @@
+//! The JDBC connectors' properties, with the names and defaults of Confluent's JDBC connector
+//! (10.x): the connection (`connection.url` as PostgreSQL's JDBC driver reads it, user and
+//! password) and the sink's. The password is kept out of `Debug` and of every message.
+
+use std::collections::BTreeMap;
+
+use ferry_connect::config::{flag, parsed};
+use ferry_connect::{ConnectError, Result};
+
+/// Where to connect, from `connection.url`, `connection.user` and `connection.password`.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Connection {
+    /// host and port, in the order the URL lists them (the driver tries them in turn).
+    pub hosts: Vec<(String, u16)>,
+    pub database: String,
+    pub user: Option<String>,
+    password: Option<String>,
+    /// The URL's other parameters (sslmode, currentSchema, ApplicationName, …).
+    pub params: BTreeMap<String, String>,
+}
+
+impl std::fmt::Debug for Connection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Connection")
+            .field("hosts", &self.hosts)
+            .field("database", &self.database)
+            .field("user", &self.user)
+            .field("password", &self.password.as_ref().map(|_| "[hidden]"))
+            .field("params", &self.params)
+            .finish()
+    }
+}
+
+/// PostgreSQL's port when the URL names none.
+const DEFAULT_PORT: u16 = 5432;
+
+/// Decode `%XX` escapes (URL parameters may hold them, passwords especially).
+fn unescape(s: &str) -> std::result::Result<String, String> {
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' {
+            let hex = s
+                .get(i + 1..i + 3)
+                .and_then(|h| u8::from_str_radix(h, 16).ok())
+                .ok_or("a % that does not start an escape")?;
+            out.push(hex);
+            i += 3;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).map_err(|_| "escapes that are not UTF-8".to_string())
+}
+
+impl Connection {
+    /// Parse the connection properties. Errors name `connection.url` and never repeat the
+    /// password.
+    pub fn from_props(props: &BTreeMap<String, String>) -> Result<Connection> {
+        let url = props
+            .get("connection.url")
+            .map(|u| u.trim())
+            .filter(|u| !u.is_empty())
+            .ok_or_else(|| ConnectError::fatal("missing required property connection.url"))?;
+        let mut c = Connection::parse_url(url)
+            .map_err(|e| ConnectError::fatal(format!("connection.url: {e}")))?;
+        // The properties win over the URL's parameters, as in Confluent's connector.
+        if let Some(user) = props.get("connection.user").filter(|u| !u.is_empty()) {
+            c.user = Some(user.clone());
+        }
+        if let Some(password) = props.get("connection.password").filter(|p| !p.is_empty()) {
+            c.password = Some(password.clone());
+        }
+        Ok(c)
+    }
+
+    /// `jdbc:postgresql://host[:port][,host[:port]…]/database[?k=v&…]`, or the short forms
+    /// `jdbc:postgresql:database` and `jdbc:postgresql:/` (localhost). Messages quote only
+    /// the parts that cannot hold a password.
+    pub fn parse_url(url: &str) -> std::result::Result<Connection, String> {
+        let rest = url.strip_prefix("jdbc:postgresql:").ok_or_else(|| {
+            let scheme = url.split("//").next().unwrap_or(url);
+            format!("{scheme:?} is not a PostgreSQL JDBC URL: expected jdbc:postgresql://host:port/database")
+        })?;
+        let (location, query) = match rest.split_once('?') {
+            Some((l, q)) => (l, Some(q)),
+            None => (rest, None),
+        };
+        let (hosts, database) = match location.strip_prefix("//") {
+            Some(authority_and_path) => {
+                let (authority, database) = authority_and_path
+                    .split_once('/')
+                    .unwrap_or((authority_and_path, ""));
+                let mut hosts = Vec::new();
+                for host in authority.split(',').filter(|h| !h.is_empty()) {
+                    hosts.push(parse_host(host)?);
+                }
+                if hosts.is_empty() {
+                    hosts.push(("localhost".to_string(), DEFAULT_PORT));
+                }
+                (hosts, database.to_string())
+            }
+            None => (
+                vec![("localhost".to_string(), DEFAULT_PORT)],
+                location.trim_start_matches('/').to_string(),
+            ),
+        };
+        let mut c = Connection {
+            hosts,
+            database: unescape(&database).map_err(|e| format!("the database name has {e}"))?,
+            user: None,
+            password: None,
+            params: BTreeMap::new(),
+        };
+        for pair in query.unwrap_or("").split('&').filter(|p| !p.is_empty()) {
+            let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
+            let value = unescape(value).map_err(|e| format!("parameter {key:?} has {e}"))?;
+            match key {
+                "user" => c.user = Some(value),
+                "password" => c.password = Some(value),
+                _ => {
+                    c.params.insert(key.to_string(), value);
+                }
+            }
+        }
+        if c.database.is_empty() {
+            // The driver's default: the database named after the user.
+            c.database = c.user.clone().unwrap_or_default();
+        }
+        Ok(c)
+    }
+
+    pub fn password(&self) -> Option<&str> {
+        self.password.as_deref()
+    }
+}
+
+fn parse_host(host: &str) -> std::result::Result<(String, u16), String> {
+    // [v6]:port, [v6], host:port, host
+    if let Some(v6) = host.strip_prefix('[') {
+        let (addr, after) = v6
+            .split_once(']')
+            .ok_or_else(|| format!("host {host:?}: an IPv6 address without its ]"))?;
+        let port = match after.strip_prefix(':') {
+            Some(p) => port(host, p)?,
+            None if after.is_empty() => DEFAULT_PORT,
+            None => {
+                return Err(format!(
+                    "host {host:?}: unexpected {after:?} after the address"
+                ))
+            }
+        };
+        return Ok((addr.to_string(), port));
+    }
+    match host.rsplit_once(':') {
+        Some((name, p)) => Ok((name.to_string(), port(host, p)?)),
+        None => Ok((host.to_string(), DEFAULT_PORT)),
+    }
+}
+
+fn port(host: &str, p: &str) -> std::result::Result<u16, String> {
+    p.parse::<u16>()
+        .ok()
+        .filter(|p| *p > 0)
+        .ok_or_else(|| format!("host {host:?}: {p:?} is not a port"))
+}
+
+/// `insert.mode`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum InsertMode {
+    Insert,
+    /// INSERT … ON CONFLICT (key) DO UPDATE.
+    Upsert,
+    Update,
+}
+
+/// `pk.mode`: where the primary key's values come from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PkMode {
+    None,
+    /// The record's topic, partition and offset (`__connect_topic`, `__connect_partition`,
+    /// `__connect_offset` unless `pk.fields` names them).
+    Kafka,
+    RecordKey,
+    RecordValue,
+}
+
+/// The sink's properties, parsed.
+#[derive(Clone, Debug)]
+pub struct JdbcSinkConfig {
+    pub connection: Connection,
+    pub insert_mode: InsertMode,
+    pub pk_mode: PkMode,
+    pub pk_fields: Vec<String>,
+    /// `fields.whitelist`: the value's fields written (all when empty).
+    pub fields: Vec<String>,
+    pub table_name_format: String,
+    pub batch_size: usize,
+    pub delete_enabled: bool,
+    pub auto_create: bool,
+    pub auto_evolve: bool,
+    pub quote_identifiers: bool,
+    pub max_retries: u32,
+    pub retry_backoff_ms: u64,
+}
+
+fn list(props: &BTreeMap<String, String>, key: &str) -> Vec<String> {
+    props
+        .get(key)
+        .map(|v| {
+            v.split(',')
+                .map(str::trim)
+                .filter(|s| !s.is_empty())
+                .map(str::to_string)
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn choice<T: Copy>(
+    props: &BTreeMap<String, String>,
+    key: &str,
+    default: T,
+    options: &[(&str, T)],
+) -> Result<T> {
+    let Some(given) = props.get(key).map(|v| v.trim()) else {
+        return Ok(default);
+    };
+    options
+        .iter()
+        .find(|(name, _)| name.eq_ignore_ascii_case(given))
+        .map(|(_, v)| *v)
+        .ok_or_else(|| {
+            let names: Vec<&str> = options.iter().map(|(n, _)| *n).collect();
+            ConnectError::fatal(format!(
+                "{key}: must be one of {}, got {given:?}",
+                names.join(", ")
+            ))
+        })
+}
+
+impl JdbcSinkConfig {
+    pub fn parse(props: &BTreeMap<String, String>) -> Result<JdbcSinkConfig> {
+        let config = JdbcSinkConfig {
+            connection: Connection::from_props(props)?,
+            insert_mode: choice(
+                props,
+                "insert.mode",
+                InsertMode::Insert,
+                &[
+                    ("insert", InsertMode::Insert),
+                    ("upsert", InsertMode::Upsert),
+                    ("update", InsertMode::Update),
+                ],
+            )?,
+            pk_mode: choice(
+                props,
+                "pk.mode",
+                PkMode::None,
+                &[
+                    ("none", PkMode::None),
+                    ("kafka", PkMode::Kafka),
+                    ("record_key", PkMode::RecordKey),
+                    ("record_value", PkMode::RecordValue),
+                ],
+            )?,
+            pk_fields: list(props, "pk.fields"),
+            fields: list(props, "fields.whitelist"),
+            table_name_format: props
+                .get("table.name.format")
+                .map(|f| f.trim().to_string())
+                .filter(|f| !f.is_empty())
+                .unwrap_or_else(|| "${topic}".to_string()),
+            batch_size: parsed(props, "batch.size", 3000usize)?,
+            delete_enabled: flag(props, "delete.enabled", false)?,
+            auto_create: flag(props, "auto.create", false)?,
+            auto_evolve: flag(props, "auto.evolve", false)?,
+            quote_identifiers: choice(
+                props,
+                "quote.sql.identifiers",
+                true,
+                &[("always", true), ("never", false)],
+            )?,
+            max_retries: parsed(props, "max.retries", 10u32)?,
+            retry_backoff_ms: parsed(props, "retry.backoff.ms", 3000u64)?,
+        };
+        config.check()?;
+        Ok(config)
+    }
+
+    /// What Confluent's connector refuses across properties.
+    fn check(&self) -> Result<()> {
+        if self.batch_size == 0 {
+            return Err(ConnectError::fatal("batch.size: must be at least 1"));
+        }
+        if self.delete_enabled && self.pk_mode != PkMode::RecordKey {
+            return Err(ConnectError::fatal(
+                "delete.enabled: deletes need pk.mode=record_key (a tombstone has only its key)",
+            ));
+        }
+        if self.insert_mode != InsertMode::Insert && self.pk_mode == PkMode::None {
+            return Err(ConnectError::fatal(format!(
+                "insert.mode: {} needs a primary key: set pk.mode to kafka, record_key or record_value",
+                match self.insert_mode {
+                    InsertMode::Upsert => "upsert",
+                    _ => "update",
+                }
+            )));
+        }
+        if self.pk_mode == PkMode::Kafka && !matches!(self.pk_fields.len(), 0 | 3) {
+            return Err(ConnectError::fatal(format!(
+                "pk.fields: pk.mode=kafka takes three names (topic, partition, offset columns) or none, got {}",
+                self.pk_fields.len()
+            )));
+        }
+        Ok(())
+    }
+
+    /// The destination table of a topic: `table.name.format` with `${topic}` replaced.
+    pub fn table_of(&self, topic: &str) -> String {
+        self.table_name_format.replace("${topic}", topic)
+    }
+}
+
+#[cfg(test)]
+mod tests;

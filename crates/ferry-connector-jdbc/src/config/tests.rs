@@ -1,0 +1,156 @@
+use super::*;
+use ferry_connect::config::props;
+
+#[test]
+fn the_seeds_url_user_and_password() {
+    let c = Connection::from_props(&props(&[
+        ("connection.url", "jdbc:postgresql://pg01:5432/kcdb"),
+        ("connection.user", "kcuser"),
+        ("connection.password", "kcpw"),
+    ]))
+    .expect("valid");
+    assert_eq!(c.hosts, [("pg01".to_string(), 5432)]);
+    assert_eq!(c.database, "kcdb");
+    assert_eq!(c.user.as_deref(), Some("kcuser"));
+    assert_eq!(c.password(), Some("kcpw"));
+    let shown = format!("{c:?}");
+    assert!(!shown.contains("kcpw"), "{shown}");
+}
+
+#[test]
+fn urls_the_driver_takes() {
+    let c = Connection::parse_url(
+        "jdbc:postgresql://a,b:5433,[::1]:6000/shop%20db?user=u&password=p%40ss&sslmode=disable",
+    )
+    .expect("valid");
+    assert_eq!(
+        c.hosts,
+        [
+            ("a".to_string(), 5432),
+            ("b".to_string(), 5433),
+            ("::1".to_string(), 6000)
+        ]
+    );
+    assert_eq!(c.database, "shop db");
+    assert_eq!(c.user.as_deref(), Some("u"));
+    assert_eq!(c.password(), Some("p@ss"));
+    assert_eq!(c.params.get("sslmode").map(String::as_str), Some("disable"));
+
+    let short = Connection::parse_url("jdbc:postgresql:kcdb").expect("valid");
+    assert_eq!(short.hosts, [("localhost".to_string(), 5432)]);
+    assert_eq!(short.database, "kcdb");
+    // No database: the user's, as the driver does.
+    let own = Connection::parse_url("jdbc:postgresql://h/?user=kcuser").expect("valid");
+    assert_eq!(own.database, "kcuser");
+}
+
+#[test]
+fn the_properties_win_over_the_urls_parameters() {
+    let c = Connection::from_props(&props(&[
+        ("connection.url", "jdbc:postgresql://h/db?user=a&password=b"),
+        ("connection.user", "kcuser"),
+        ("connection.password", "kcpw"),
+    ]))
+    .expect("valid");
+    assert_eq!(
+        (c.user.as_deref(), c.password()),
+        (Some("kcuser"), Some("kcpw"))
+    );
+}
+
+#[test]
+fn bad_urls_are_named_and_never_show_the_password() {
+    for (url, wanted) in [
+        (
+            "jdbc:mysql://h/db?password=secret1",
+            "not a PostgreSQL JDBC URL",
+        ),
+        (
+            "jdbc:postgresql://h:99999/db?password=secret1",
+            "is not a port",
+        ),
+        (
+            "jdbc:postgresql://h/db?password=secret1%zz",
+            "parameter \"password\" has",
+        ),
+        (
+            "jdbc:postgresql://[::1/db?password=secret1",
+            "without its ]",
+        ),
+    ] {
+        let e = Connection::from_props(&props(&[("connection.url", url)]))
+            .expect_err(url)
+            .message;
+        assert!(e.starts_with("connection.url: "), "{e}");
+        assert!(e.contains(wanted), "{url}: {e}");
+        assert!(!e.contains("secret1"), "{e}");
+    }
+    let missing = Connection::from_props(&props(&[]))
+        .expect_err("missing")
+        .message;
+    assert!(missing.contains("connection.url"), "{missing}");
+}
+
+#[test]
+fn sink_defaults_are_confluents() {
+    let c = JdbcSinkConfig::parse(&props(&[(
+        "connection.url",
+        "jdbc:postgresql://pg01:5432/kcdb",
+    )]))
+    .expect("valid");
+    assert_eq!(c.insert_mode, InsertMode::Insert);
+    assert_eq!(c.pk_mode, PkMode::None);
+    assert_eq!(c.table_of("dst_table01"), "dst_table01");
+    assert_eq!(c.batch_size, 3000);
+    assert!(!c.auto_create && !c.auto_evolve && !c.delete_enabled);
+    assert!(c.quote_identifiers);
+    assert_eq!((c.max_retries, c.retry_backoff_ms), (10, 3000));
+}
+
+#[test]
+fn sink_settings_that_cannot_work_are_refused_by_name() {
+    let url = ("connection.url", "jdbc:postgresql://h/db");
+    for (more, wanted) in [
+        (
+            vec![("insert.mode", "upsert")],
+            "insert.mode: upsert needs a primary key",
+        ),
+        (
+            vec![("insert.mode", "merge")],
+            "insert.mode: must be one of insert, upsert, update",
+        ),
+        (
+            vec![("pk.mode", "record_key"), ("delete.enabled", "yes")],
+            "delete.enabled: expected true or false",
+        ),
+        (
+            vec![("pk.mode", "record_value"), ("delete.enabled", "true")],
+            "delete.enabled: deletes need pk.mode=record_key",
+        ),
+        (
+            vec![("pk.mode", "kafka"), ("pk.fields", "a,b")],
+            "pk.fields: pk.mode=kafka takes three names",
+        ),
+        (vec![("batch.size", "0")], "batch.size: must be at least 1"),
+        (vec![("batch.size", "many")], "batch.size"),
+    ] {
+        let mut p = props(&[url]);
+        p.extend(props(&more));
+        let e = JdbcSinkConfig::parse(&p).expect_err(wanted).message;
+        assert!(e.contains(wanted), "{more:?}: {e}");
+    }
+    let mut ok = props(&[url]);
+    ok.extend(props(&[
+        ("insert.mode", "UPSERT"),
+        ("pk.mode", "record_value"),
+        ("pk.fields", "id"),
+        ("table.name.format", "kafka_${topic}"),
+    ]));
+    let c = JdbcSinkConfig::parse(&ok).expect("valid");
+    assert_eq!(
+        (c.insert_mode, c.pk_mode),
+        (InsertMode::Upsert, PkMode::RecordValue)
+    );
+    assert_eq!(c.pk_fields, ["id"]);
+    assert_eq!(c.table_of("orders"), "kafka_orders");
+}

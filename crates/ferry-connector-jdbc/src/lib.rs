@@ -1,0 +1,9 @@
+//! Confluent's JDBC connectors for PostgreSQL: `connection.url` in its `jdbc:postgresql://…`
+//! form, the sink's SQL (insert, upsert, update, delete, auto-create and auto-evolve) and its
+//! offsets table, which makes it exactly-once at the database (DESIGN.md "JDBC sink").
+//!
+//! Being built (issue 8): the connection and sink properties and the SQL are here; the tasks
+//! and their registration as plugins are not yet.
+
+pub mod config;
+pub mod dialect;
