@@ -5,5 +5,7 @@
 //! Being built (issue 8): the connection and sink properties and the SQL are here; the tasks
 //! and their registration as plugins are not yet.
 
+pub mod bind;
 pub mod config;
 pub mod dialect;
+pub mod row;
