@@ -166,10 +166,14 @@ impl ToSql for Param<'_> {
                 _ => Err(self.refuse(ty)),
             },
             Type::NUMERIC => {
+                let parse = |text: String| {
+                    Decimal::parse(&text)
+                        .map_err(|e| format!("column {}: {}", self.column, e.message))
+                };
                 let d = match v {
                     Value::Decimal(d) => *d,
-                    Value::Float32(f) => Decimal::parse(&f.to_string())?,
-                    Value::Float64(f) => Decimal::parse(&f.to_string())?,
+                    Value::Float32(f) => parse(f.to_string())?,
+                    Value::Float64(f) => parse(f.to_string())?,
                     other => Decimal::new(int_of(other).ok_or_else(|| self.refuse(ty))? as i128, 0),
                 };
                 numeric(&d, out);

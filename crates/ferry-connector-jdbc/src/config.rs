@@ -4,8 +4,213 @@
 
 use std::collections::BTreeMap;
 
-use ferry_connect::config::{flag, parsed};
-use ferry_connect::{ConnectError, Result};
+use ferry_connect::config::{at_least, flag, non_empty, parsed, positive};
+use ferry_connect::plugin::{Finding, TaskFactory};
+use ferry_connect::{
+    ConfigDef, ConfigKey, ConfigType, ConnectError, Importance, PluginDesc, Result, Support,
+};
+
+use crate::sink::{JdbcSinkConnector, JdbcSinkTask};
+
+pub const SINK_CLASS: &str = "io.confluent.connect.jdbc.JdbcSinkConnector";
+
+pub fn sink_plugin() -> PluginDesc {
+    PluginDesc {
+        class: SINK_CLASS,
+        aliases: &["JdbcSinkConnector"],
+        version: env!("CARGO_PKG_VERSION"),
+        connector: JdbcSinkConnector::build,
+        tasks: TaskFactory::Sink(JdbcSinkTask::build),
+        config: sink_config,
+        check: Some(check_sink),
+    }
+}
+
+fn one_of(value: &str, allowed: &[&str]) -> std::result::Result<(), String> {
+    let v = value.trim();
+    if allowed.iter().any(|a| a.eq_ignore_ascii_case(v)) {
+        Ok(())
+    } else {
+        Err(format!("must be one of {}, got {v:?}", allowed.join(", ")))
+    }
+}
+
+fn connection_config() -> ConfigDef {
+    use ConfigType::*;
+    use Importance::*;
+    vec![
+        ConfigKey::new(
+            "connection.url",
+            String,
+            High,
+            "jdbc:postgresql://host:port/database[?params]",
+        )
+        .required()
+        .validator(|v| Connection::parse_url(v.trim()).map(|_| ())),
+        ConfigKey::new(
+            "connection.user",
+            String,
+            High,
+            "The database user (wins over the URL's user parameter).",
+        ),
+        ConfigKey::new(
+            "connection.password",
+            Password,
+            High,
+            "The user's password; never shown or logged.",
+        ),
+        ConfigKey::new(
+            "connection.attempts",
+            Int,
+            Low,
+            "Accepted: connections are retried by the runtime's retry layer.",
+        )
+        .default("3")
+        .validator(positive),
+        ConfigKey::new(
+            "connection.backoff.ms",
+            Long,
+            Low,
+            "Accepted: see errors.retry.delay.max.ms.",
+        )
+        .default("10000"),
+        ConfigKey::new(
+            "dialect.name",
+            String,
+            Low,
+            "PostgreSqlDatabaseDialect, or empty (taken from the URL).",
+        )
+        .default("")
+        .validator(|v| {
+            one_of(
+                if v.trim().is_empty() {
+                    "PostgreSqlDatabaseDialect"
+                } else {
+                    v
+                },
+                &["PostgreSqlDatabaseDialect"],
+            )
+        }),
+    ]
+}
+
+/// The JDBC sink's own properties.
+pub fn sink_config() -> ConfigDef {
+    use ConfigType::*;
+    use Importance::*;
+    let mut def = connection_config();
+    def.extend([
+        ConfigKey::new(
+            "insert.mode",
+            String,
+            High,
+            "insert, upsert (INSERT … ON CONFLICT DO UPDATE) or update.",
+        )
+        .default("insert")
+        .validator(|v| one_of(v, &["insert", "upsert", "update"])),
+        ConfigKey::new(
+            "pk.mode",
+            String,
+            High,
+            "none, kafka, record_key or record_value: where the key columns come from.",
+        )
+        .default("none")
+        .validator(|v| one_of(v, &["none", "kafka", "record_key", "record_value"])),
+        ConfigKey::new("pk.fields", List, Medium, "The key columns (see pk.mode).").default(""),
+        ConfigKey::new(
+            "fields.whitelist",
+            List,
+            Medium,
+            "The value's fields written; empty: all.",
+        )
+        .default(""),
+        ConfigKey::new(
+            "table.name.format",
+            String,
+            Medium,
+            "The destination table; ${topic} is replaced by the record's topic.",
+        )
+        .default("${topic}")
+        .validator(non_empty),
+        ConfigKey::new(
+            "batch.size",
+            Int,
+            Medium,
+            "Records written per transaction at most.",
+        )
+        .default("3000")
+        .validator(positive),
+        ConfigKey::new(
+            "delete.enabled",
+            Boolean,
+            Medium,
+            "Tombstones delete their key's row (needs pk.mode=record_key).",
+        )
+        .default("false"),
+        ConfigKey::new(
+            "auto.create",
+            Boolean,
+            Medium,
+            "Create a missing table from the record's schema.",
+        )
+        .default("false"),
+        ConfigKey::new(
+            "auto.evolve",
+            Boolean,
+            Medium,
+            "Add missing (optional) columns.",
+        )
+        .default("false"),
+        ConfigKey::new("quote.sql.identifiers", String, Medium, "ALWAYS or NEVER.")
+            .default("ALWAYS")
+            .validator(|v| one_of(v, &["always", "never"])),
+        ConfigKey::new(
+            "max.retries",
+            Int,
+            Medium,
+            "Accepted: retriable failures are retried within errors.retry.timeout.",
+        )
+        .default("10")
+        .validator(|v| at_least(0)(v)),
+        ConfigKey::new(
+            "retry.backoff.ms",
+            Int,
+            Medium,
+            "Accepted: see errors.retry.delay.max.ms.",
+        )
+        .default("3000")
+        .validator(|v| at_least(0)(v)),
+        ConfigKey::new(
+            "db.timezone",
+            String,
+            Medium,
+            "Time zone of TIMESTAMP columns: UTC only for now.",
+        )
+        .default("UTC")
+        .validator(|v| {
+            one_of(v, &["UTC"]).map_err(|e| format!("{e} (other zones are not supported yet)"))
+        }),
+        ConfigKey::new("table.types", List, Low, "TABLE (views are not written).")
+            .default("TABLE")
+            .support(Support::NoEffect("Ferry writes tables only")),
+    ]);
+    def
+}
+
+/// What the sink refuses across properties (the same checks as at start).
+pub fn check_sink(props: &BTreeMap<String, String>) -> Vec<Finding> {
+    match JdbcSinkConfig::parse(props) {
+        Ok(_) => Vec::new(),
+        Err(e) => {
+            let (key, message) = e
+                .message
+                .split_once(": ")
+                .map(|(k, m)| (k.to_string(), m.to_string()))
+                .unwrap_or_else(|| ("connection.url".to_string(), e.message.clone()));
+            vec![Finding::Error(key, message)]
+        }
+    }
+}
 
 /// Where to connect, from `connection.url`, `connection.user` and `connection.password`.
 #[derive(Clone, PartialEq, Eq)]

@@ -6,7 +6,7 @@
 use ferry_connect::{ConnectError, Logical, Result, Schema, SchemaType};
 
 /// A table, optionally schema-qualified (`schema.table` in `table.name.format`).
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct TableId {
     pub schema: Option<String>,
     pub table: String,

@@ -9,5 +9,6 @@ pub fn plugins() -> Vec<PluginDesc> {
         ferry_connector_file::source_plugin(),
         ferry_connector_hdfs::sink_plugin(),
         ferry_connector_hdfs::hdfs3_sink_plugin(),
+        ferry_connector_jdbc::sink_plugin(),
     ]
 }

@@ -113,9 +113,12 @@ impl SinkLoop {
             .map_err(|e| ConnectError::fatal(format!("cannot create a Kafka consumer: {e}")))?;
         ctx.catch_up().await?;
         let committed = ctx.sink_offsets();
+        // A sink that keeps its offsets elsewhere (the JDBC sink's table) says where in open.
+        let mut from = committed.clone();
+        from.extend(rewinds.take());
         let mut assignment = TopicPartitionList::new();
         for tp in &partitions {
-            let offset = committed
+            let offset = from
                 .get(tp)
                 .map_or(Offset::Beginning, |o| Offset::Offset(*o));
             assignment
@@ -142,7 +145,10 @@ impl SinkLoop {
             reporter,
             stop,
             classes,
-            next: committed.clone(),
+            next: partitions
+                .iter()
+                .filter_map(|tp| from.get(tp).map(|o| (tp.clone(), *o)))
+                .collect(),
             committed,
             rewinds,
         })

@@ -1,0 +1,608 @@
+//! `io.confluent.connect.jdbc.JdbcSinkConnector` for PostgreSQL, exactly-once at the database
+//! (DESIGN.md "JDBC sink"): each batch and the next offsets of its partitions commit in one
+//! transaction, and the offsets row of a partition is written only by a generation at least
+//! the row's, so a zombie task is fenced at the database. A starting task reads its offsets
+//! there and asks the runtime to consume from them, so records already written are never
+//! written again, whatever `insert.mode` (the seed's plain inserts see no duplicate keys after
+//! a fail-over).
+//!
+//! Errors are classified by SQLSTATE: lost connections, shutdowns, lock and serialization
+//! failures are retriable (the runtime retries the batch); data errors (class 22, 23) belong to
+//! a record: the batch is replayed record by record, each behind a savepoint, so that only the
+//! bad ones are reported (to the DLQ, with PostgreSQL's message) and the rest commit.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use ferry_connect::task::{Connector, ErrantRecordReporter, Props};
+use ferry_connect::{ConnectError, Result, SinkRecord, SinkTask, SinkTaskContext, TopicPartition};
+use tokio_postgres::error::SqlState;
+use tokio_postgres::types::ToSql;
+use tokio_postgres::{Client, NoTls};
+use tracing::{debug, info, warn};
+
+use crate::bind::Param;
+use crate::config::{Connection, JdbcSinkConfig};
+use crate::dialect::{self, Dialect, TableId};
+use crate::row::{row_of, Row};
+
+pub struct JdbcSinkConnector {
+    props: Props,
+}
+
+impl JdbcSinkConnector {
+    pub fn build(props: &Props) -> Result<Box<dyn Connector>> {
+        JdbcSinkConfig::parse(props)?;
+        Ok(Box::new(JdbcSinkConnector {
+            props: props.clone(),
+        }))
+    }
+}
+
+impl Connector for JdbcSinkConnector {
+    /// Every task the same config; the runtime spreads the partitions.
+    fn task_configs(&self, max_tasks: usize) -> Result<Vec<Props>> {
+        Ok(vec![self.props.clone(); max_tasks.max(1)])
+    }
+}
+
+/// A PostgreSQL error as a Connect error of the right class; the message has the server's
+/// text and SQLSTATE, never the connection's password.
+pub fn classify(what: &str, e: &tokio_postgres::Error) -> ConnectError {
+    let message = match e.as_db_error() {
+        Some(db) => format!(
+            "{what}: {}: {} (SQLSTATE {})",
+            db.severity(),
+            db.message(),
+            db.code().code()
+        ),
+        None => format!("{what}: {e}"),
+    };
+    match e.code().map(SqlState::code) {
+        // No code: the connection itself (refused, reset, closed).
+        None => ConnectError::retriable(message),
+        Some(code) if retriable_state(code) => ConnectError::retriable(message),
+        Some(code) if code.starts_with("22") || code.starts_with("23") => {
+            ConnectError::data(message)
+        }
+        Some(_) => ConnectError::fatal(message),
+    }
+}
+
+/// Connection exceptions, insufficient resources, operator intervention (shutdowns),
+/// transaction rollbacks (serialization, deadlock) and lock timeouts pass.
+fn retriable_state(code: &str) -> bool {
+    ["08", "53", "57", "40"].iter().any(|c| code.starts_with(c)) || code == "55P03"
+}
+
+/// Whether an error leaves the connection unusable.
+fn lost(e: &tokio_postgres::Error) -> bool {
+    e.is_closed()
+        || e.code().is_none()
+        || e.code()
+            .is_some_and(|c| c.code().starts_with("08") || c.code().starts_with("57"))
+}
+
+async fn connect(c: &Connection) -> Result<Client> {
+    let mut config = tokio_postgres::Config::new();
+    for (host, port) in &c.hosts {
+        config.host(host).port(*port);
+    }
+    config
+        .dbname(&c.database)
+        .application_name("ferry-jdbc-sink")
+        .connect_timeout(Duration::from_secs(10));
+    if let Some(user) = &c.user {
+        config.user(user);
+    }
+    if let Some(password) = c.password() {
+        config.password(password);
+    }
+    let (client, connection) = config
+        .connect(NoTls)
+        .await
+        .map_err(|e| classify(&format!("connect to {}", describe(c)), &e))?;
+    tokio::spawn(async move {
+        if let Err(e) = connection.await {
+            debug!(error = %e, "PostgreSQL connection ended");
+        }
+    });
+    Ok(client)
+}
+
+/// host:port/database, for messages (no credentials).
+fn describe(c: &Connection) -> String {
+    let hosts: Vec<String> = c.hosts.iter().map(|(h, p)| format!("{h}:{p}")).collect();
+    format!("{}/{}", hosts.join(","), c.database)
+}
+
+pub struct JdbcSinkTask {
+    props: Props,
+    config: Option<JdbcSinkConfig>,
+    context: Option<SinkTaskContext>,
+    client: Option<Client>,
+    /// The columns of each table written so far (checked, created or evolved once).
+    tables: HashMap<TableId, BTreeSet<String>>,
+    /// The next offset the database holds for each partition of this task.
+    next: HashMap<TopicPartition, i64>,
+}
+
+impl JdbcSinkTask {
+    pub fn build(props: &Props) -> Result<Box<dyn SinkTask>> {
+        JdbcSinkConfig::parse(props)?;
+        Ok(Box::new(JdbcSinkTask {
+            props: props.clone(),
+            config: None,
+            context: None,
+            client: None,
+            tables: HashMap::new(),
+            next: HashMap::new(),
+        }))
+    }
+
+    fn parts(&self) -> Result<(&JdbcSinkConfig, &SinkTaskContext)> {
+        match (&self.config, &self.context) {
+            (Some(config), Some(context)) => Ok((config, context)),
+            _ => Err(ConnectError::fatal(
+                "the JDBC sink task was used before start",
+            )),
+        }
+    }
+
+    /// The connection, made again after one was lost.
+    async fn client(&mut self) -> Result<&mut Client> {
+        if self.client.as_ref().is_some_and(Client::is_closed) {
+            self.client = None;
+        }
+        if self.client.is_none() {
+            let (config, _) = self.parts()?;
+            let client = connect(&config.connection).await?;
+            client
+                .batch_execute(&dialect::create_offsets_table())
+                .await
+                .map_err(|e| classify("create the offsets table", &e))?;
+            info!(database = %describe(&config.connection), "connected");
+            self.client = Some(client);
+            self.tables.clear();
+        }
+        self.client
+            .as_mut()
+            .ok_or_else(|| ConnectError::fatal("no PostgreSQL connection"))
+    }
+
+    /// Keep the error's class; forget a connection it broke.
+    fn failed(&mut self, what: &str, e: tokio_postgres::Error) -> ConnectError {
+        if lost(&e) {
+            self.client = None;
+        }
+        classify(what, &e)
+    }
+
+    /// Make sure `row`'s table has its columns: create it (auto.create) or add what is
+    /// missing (auto.evolve), or say what is missing.
+    async fn ensure_table(&mut self, row: &Row) -> Result<()> {
+        let wanted: Vec<String> = row
+            .keys
+            .iter()
+            .chain(&row.others)
+            .map(|c| c.name.clone())
+            .collect();
+        if self
+            .tables
+            .get(&row.table)
+            .is_some_and(|known| wanted.iter().all(|w| known.contains(w)))
+        {
+            return Ok(());
+        }
+        let (config, _) = self.parts()?;
+        let d = Dialect {
+            quote: config.quote_identifiers,
+        };
+        let (auto_create, auto_evolve) = (config.auto_create, config.auto_evolve);
+        let table = row.table.clone();
+        let client = self.client().await?;
+        let found = client
+            .query(
+                "SELECT column_name FROM information_schema.columns \
+                 WHERE table_schema = COALESCE($1, current_schema()) AND table_name = $2",
+                &[&table.schema, &table.table],
+            )
+            .await;
+        let existing: BTreeSet<String> = match found {
+            Ok(rows) => rows.iter().map(|r| r.get::<_, String>(0)).collect(),
+            Err(e) => return Err(self.failed("read the table's columns", e)),
+        };
+        let name = d.table(&table);
+        let ddl = if existing.is_empty() {
+            if !auto_create {
+                return Err(ConnectError::fatal(format!(
+                    "table {name} does not exist and auto.create is false"
+                )));
+            }
+            let keys: Vec<String> = row.keys.iter().map(|c| c.name.clone()).collect();
+            Some(d.create_table(&table, &row.columns()?, &keys))
+        } else {
+            let missing: Vec<_> = row
+                .columns()?
+                .into_iter()
+                .filter(|c| !existing.contains(&c.name))
+                .collect();
+            match (missing.is_empty(), auto_evolve) {
+                (true, _) => None,
+                (false, false) => {
+                    let names: Vec<&str> = missing.iter().map(|c| c.name.as_str()).collect();
+                    return Err(ConnectError::fatal(format!(
+                        "table {name} has no column {} and auto.evolve is false",
+                        names.join(", ")
+                    )));
+                }
+                (false, true) => {
+                    if let Some(required) =
+                        missing.iter().find(|c| !c.optional && c.default.is_none())
+                    {
+                        return Err(ConnectError::fatal(format!(
+                            "table {name}: auto.evolve cannot add the required column {} (only optional ones)",
+                            required.name
+                        )));
+                    }
+                    Some(d.add_columns(&table, &missing))
+                }
+            }
+        };
+        if let Some(ddl) = ddl {
+            info!(table = %name, statement = %ddl, "changing the table");
+            let client = self.client().await?;
+            if let Err(e) = client.batch_execute(&ddl).await {
+                return Err(self.failed(&format!("change table {name}"), e));
+            }
+        }
+        self.tables
+            .entry(table)
+            .or_default()
+            .extend(existing.into_iter().chain(wanted));
+        Ok(())
+    }
+
+    /// Write `records` (of this task's partitions, in order) and their offsets in one
+    /// transaction. Records the database already holds are skipped; records that fail on
+    /// their own are reported, or fail the task when nothing tolerates them.
+    async fn write(&mut self, records: &[SinkRecord]) -> Result<()> {
+        let fresh: Vec<&SinkRecord> = records
+            .iter()
+            .filter(|r| {
+                self.next
+                    .get(&r.topic_partition())
+                    .is_none_or(|n| r.offset >= *n)
+            })
+            .collect();
+        if fresh.is_empty() {
+            return Ok(());
+        }
+        let (config, context) = self.parts()?;
+        let config = config.clone();
+        let reporter = context.reporter.clone();
+        let (connector, generation) = (context.connector.clone(), context.generation);
+        // Rows first: a record without one is a fault of its own.
+        let mut rows: Vec<(&SinkRecord, std::result::Result<Row, ConnectError>)> = Vec::new();
+        for r in &fresh {
+            rows.push((r, row_of(&config, r)));
+        }
+        for (_, row) in &rows {
+            if let Ok(row) = row {
+                self.ensure_table(row).await?;
+            }
+        }
+        let mut ends: BTreeMap<TopicPartition, i64> = BTreeMap::new();
+        for r in &fresh {
+            let end = ends.entry(r.topic_partition()).or_insert(r.offset + 1);
+            *end = (*end).max(r.offset + 1);
+        }
+        let d = Dialect {
+            quote: config.quote_identifiers,
+        };
+        let mut replay = false;
+        loop {
+            let client = self.client().await?;
+            let outcome = transaction(
+                client,
+                &d,
+                &connector,
+                generation,
+                &rows,
+                &ends,
+                replay,
+                reporter.as_deref(),
+            )
+            .await;
+            match outcome {
+                Ok(()) => break,
+                // A record's own fault in the batch: once more, record by record.
+                Err(Failure::Data) if !replay => {
+                    debug!("a record failed in the batch: writing it record by record");
+                    replay = true;
+                }
+                Err(Failure::Data) => {
+                    return Err(ConnectError::fatal(
+                        "a record failed again in a replay that had reported it",
+                    ))
+                }
+                Err(Failure::Record(e)) => return Err(e),
+                Err(Failure::Fenced(message)) => return Err(ConnectError::fatal(message)),
+                Err(Failure::Db(what, e)) => return Err(self.failed(&what, e)),
+                Err(Failure::Other(e)) => return Err(e),
+            }
+        }
+        self.next.extend(ends);
+        Ok(())
+    }
+}
+
+/// Why a transaction did not commit.
+enum Failure {
+    /// A data error in a batch written at once: replay it record by record.
+    Data,
+    /// A record failed and nothing tolerates it (or reporting it failed).
+    Record(ConnectError),
+    Fenced(String),
+    Db(String, tokio_postgres::Error),
+    Other(ConnectError),
+}
+
+fn is_data(e: &tokio_postgres::Error) -> bool {
+    e.code()
+        .is_some_and(|c| c.code().starts_with("22") || c.code().starts_with("23"))
+}
+
+/// One attempt at writing `rows` and `ends` at `generation`.
+#[allow(clippy::too_many_arguments)]
+async fn transaction(
+    client: &mut Client,
+    d: &Dialect,
+    connector: &str,
+    generation: u64,
+    rows: &[(&SinkRecord, std::result::Result<Row, ConnectError>)],
+    ends: &BTreeMap<TopicPartition, i64>,
+    replay: bool,
+    reporter: Option<&dyn ErrantRecordReporter>,
+) -> std::result::Result<(), Failure> {
+    let db = |what: &str| {
+        let what = what.to_string();
+        move |e| Failure::Db(what, e)
+    };
+    let tx = client.transaction().await.map_err(db("begin"))?;
+    let generation_i64 = generation as i64;
+    // Lock each partition's row; a newer generation there means this task is a zombie, and a
+    // further offset means those records are written (an earlier commit whose answer was
+    // lost).
+    let mut starts: HashMap<TopicPartition, i64> = HashMap::new();
+    for tp in ends.keys() {
+        let row = tx
+            .query_opt(
+                &dialect::lock_offsets(),
+                &[&connector, &tp.topic, &tp.partition],
+            )
+            .await
+            .map_err(db("lock the offsets"))?;
+        if let Some(row) = row {
+            let (next, owner): (i64, i64) = (row.get(0), row.get(1));
+            if owner > generation_i64 {
+                return Err(Failure::Fenced(format!(
+                    "{tp}: fenced: the database's offsets belong to generation {owner}, newer than this task's {generation}"
+                )));
+            }
+            starts.insert(tp.clone(), next);
+        }
+    }
+    let mut reported = Vec::new();
+    let mut prepared: HashMap<String, tokio_postgres::Statement> = HashMap::new();
+    for (record, row) in rows {
+        if starts
+            .get(&record.topic_partition())
+            .is_some_and(|n| record.offset < *n)
+        {
+            continue;
+        }
+        let row = match row {
+            Ok(row) => row,
+            Err(e) => {
+                reported.push((*record, copy(e)));
+                continue;
+            }
+        };
+        let (sql, cells) = row.sql(d);
+        let params: Vec<Param<'_>> = cells
+            .iter()
+            .map(|c| Param {
+                column: &c.name,
+                value: &c.value,
+            })
+            .collect();
+        let refs: Vec<&(dyn ToSql + Sync)> =
+            params.iter().map(|p| p as &(dyn ToSql + Sync)).collect();
+        let statement = match prepared.get(&sql) {
+            Some(s) => s.clone(),
+            None => {
+                let s = tx.prepare(&sql).await.map_err(db("prepare"))?;
+                prepared.insert(sql.clone(), s.clone());
+                s
+            }
+        };
+        if !replay {
+            match tx.execute(&statement, &refs).await {
+                Ok(_) => {}
+                Err(e) if is_data(&e) || is_bind(&e) => return Err(Failure::Data),
+                Err(e) => return Err(Failure::Db(format!("write {}", d.table(&row.table)), e)),
+            }
+            continue;
+        }
+        tx.batch_execute("SAVEPOINT ferry_record")
+            .await
+            .map_err(db("savepoint"))?;
+        match tx.execute(&statement, &refs).await {
+            Ok(_) => tx
+                .batch_execute("RELEASE SAVEPOINT ferry_record")
+                .await
+                .map_err(db("release the savepoint"))?,
+            Err(e) if is_data(&e) || is_bind(&e) => {
+                tx.batch_execute("ROLLBACK TO SAVEPOINT ferry_record")
+                    .await
+                    .map_err(db("roll back to the savepoint"))?;
+                let error = if is_bind(&e) {
+                    ConnectError::data(format!("{}: {}", at(record), bind_message(&e)))
+                } else {
+                    classify(
+                        &format!("write {} for {}", d.table(&row.table), at(record)),
+                        &e,
+                    )
+                };
+                reported.push((*record, error));
+            }
+            Err(e) => return Err(Failure::Db(format!("write {}", d.table(&row.table)), e)),
+        }
+    }
+    // What failed on its own is in the DLQ before the offsets pass it (or fails the task).
+    for (record, error) in &reported {
+        let Some(reporter) = reporter else {
+            return Err(Failure::Record(copy(error)));
+        };
+        warn!(record = %at(record), error = %error.message, "record not written: reported");
+        reporter
+            .report(record, error)
+            .await
+            .map_err(Failure::Other)?;
+    }
+    for (tp, end) in ends {
+        // Never behind what the database holds (a batch it had already taken in full).
+        let next = &(*end).max(starts.get(tp).copied().unwrap_or(*end));
+        let changed = tx
+            .execute(
+                &dialect::store_offsets(),
+                &[&connector, &tp.topic, &tp.partition, next, &generation_i64],
+            )
+            .await
+            .map_err(db("store the offsets"))?;
+        if changed == 0 {
+            return Err(Failure::Fenced(format!(
+                "{tp}: fenced: a newer generation than this task's {generation} holds the database's offsets"
+            )));
+        }
+    }
+    tx.commit().await.map_err(db("commit"))?;
+    Ok(())
+}
+
+/// The same error, without its source (which cannot be cloned).
+fn copy(e: &ConnectError) -> ConnectError {
+    ConnectError {
+        retry: e.retry,
+        class: e.class,
+        message: e.message.clone(),
+        source: None,
+    }
+}
+
+fn at(record: &SinkRecord) -> String {
+    format!(
+        "the record at {}-{} offset {}",
+        record.topic, record.partition, record.offset
+    )
+}
+
+/// A parameter this side could not encode (a value that does not fit its column).
+fn is_bind(e: &tokio_postgres::Error) -> bool {
+    e.code().is_none()
+        && !e.is_closed()
+        && std::error::Error::source(e).is_some_and(|s| s.to_string().starts_with("column "))
+}
+
+fn bind_message(e: &tokio_postgres::Error) -> String {
+    std::error::Error::source(e).map_or_else(|| e.to_string(), |s| s.to_string())
+}
+
+#[async_trait]
+impl SinkTask for JdbcSinkTask {
+    async fn start(&mut self, context: SinkTaskContext) -> Result<()> {
+        self.config = Some(JdbcSinkConfig::parse(&self.props)?);
+        self.context = Some(context);
+        Ok(())
+    }
+
+    /// Read where the database has each partition, and consume from there.
+    async fn open(&mut self, partitions: &[TopicPartition]) -> Result<()> {
+        let (_, context) = self.parts()?;
+        let connector = context.connector.clone();
+        let rewinds = context.rewinds.clone();
+        let topics: BTreeSet<&str> = partitions.iter().map(|tp| tp.topic.as_str()).collect();
+        for topic in topics {
+            let client = self.client().await?;
+            let rows = match client
+                .query(&dialect::read_offsets(), &[&connector, &topic])
+                .await
+            {
+                Ok(rows) => rows,
+                Err(e) => return Err(self.failed("read the offsets", e)),
+            };
+            for row in rows {
+                let tp = TopicPartition::new(topic, row.get::<_, i32>(0));
+                if partitions.contains(&tp) {
+                    let next: i64 = row.get(1);
+                    info!(partition = %tp, next, "resuming from the database's offsets");
+                    rewinds.request(tp.clone(), next);
+                    self.next.insert(tp, next);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    async fn put(&mut self, records: &[SinkRecord]) -> Result<()> {
+        let size = self.parts()?.0.batch_size;
+        for chunk in records.chunks(size) {
+            self.write(chunk).await?;
+        }
+        Ok(())
+    }
+
+    async fn flush(&mut self, _offsets: &HashMap<TopicPartition, i64>) -> Result<()> {
+        Ok(())
+    }
+
+    /// The database holds the offsets; Raft is told what it holds (for status and lag).
+    async fn pre_commit(
+        &mut self,
+        _offsets: &HashMap<TopicPartition, i64>,
+    ) -> Result<HashMap<TopicPartition, i64>> {
+        Ok(self.next.clone())
+    }
+
+    async fn close(&mut self, partitions: &[TopicPartition]) -> Result<()> {
+        for tp in partitions {
+            self.next.remove(tp);
+        }
+        Ok(())
+    }
+
+    async fn stop(&mut self) -> Result<()> {
+        self.client = None;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sqlstates_that_pass_are_retried() {
+        for code in [
+            "08006", "08001", "53300", "57P01", "40001", "40P01", "55P03",
+        ] {
+            assert!(retriable_state(code), "{code}");
+        }
+        // Data and integrity errors belong to a record; the rest are the config's or schema's.
+        for code in ["22001", "23505", "42703", "42P01", "28P01"] {
+            assert!(!retriable_state(code), "{code}");
+        }
+    }
+}
