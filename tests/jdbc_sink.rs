@@ -255,3 +255,134 @@ fn seed_003_sink_writes_rows_dead_letters_the_long_item_and_is_exactly_once_acro
         expected02.len()
     ));
 }
+
+/// An `orders` value: id, region and an optional note when given.
+fn order(id: i32, region: &str, note: Option<&str>) -> String {
+    let (note_field, note_value) = match note {
+        Some(n) => (
+            r#",{"type":"string","optional":true,"field":"note"}"#,
+            format!(r#","note":"{n}""#),
+        ),
+        None => ("", String::new()),
+    };
+    format!(
+        r#"{{"schema":{{"type":"struct","fields":[{{"type":"int32","optional":false,"field":"id"}},{{"type":"string","optional":false,"field":"region"}}{note_field}],"optional":false,"name":"order"}},"payload":{{"id":{id},"region":"{region}"{note_value}}}}}"#
+    )
+}
+
+fn send(producer: &BaseProducer, topic: &str, key: &str, value: Option<&str>) {
+    let mut record = BaseRecord::<str, str>::to(topic).key(key).partition(0);
+    if let Some(v) = value {
+        record = record.payload(v);
+    }
+    while let Err((_, r)) = producer.send(record) {
+        record = r;
+        producer.poll(Duration::from_millis(10));
+    }
+    producer.flush(Duration::from_secs(30)).expect("delivered");
+}
+
+#[test]
+fn upserts_into_a_created_table_evolve_it_delete_by_key_and_ride_out_a_database_restart() {
+    let pg = Postgres::start();
+    let kafka = Kafka::start(&[("orders", 1)]);
+    let (cluster, leader) = started(1, &kafka, seed_workers());
+    // The password in the URL this time.
+    let url = format!("{}?user=kcuser&password=kcpw", pg.jdbc_url("kcdb"));
+    ferry_tests::pipeline::create(
+        &cluster,
+        leader,
+        "orders-pg",
+        &[
+            (
+                "connector.class",
+                "io.confluent.connect.jdbc.JdbcSinkConnector",
+            ),
+            ("connection.url", &url),
+            ("topics", "orders"),
+            ("table.name.format", "kafka_${topic}"),
+            ("insert.mode", "upsert"),
+            ("pk.mode", "record_key"),
+            ("pk.fields", "id"),
+            ("delete.enabled", "true"),
+            ("auto.create", "true"),
+            ("auto.evolve", "true"),
+            ("errors.retry.timeout", "60000"),
+        ],
+    );
+    let shown = cluster.cli(leader, &["-o", "json", "connectors", "config", "orders-pg"]);
+    assert!(!shown.stdout.contains("kcpw"), "{}", shown.stdout);
+    let producer: BaseProducer = ClientConfig::new()
+        .set("bootstrap.servers", &kafka.bootstrap)
+        .create()
+        .expect("a producer");
+    let key = |id: i32| {
+        format!(
+            r#"{{"schema":{{"type":"struct","fields":[{{"type":"int32","optional":false,"field":"id"}}],"optional":false,"name":"order_key"}},"payload":{{"id":{id}}}}}"#
+        )
+    };
+    let rows = || pg.psql("SELECT * FROM kafka_orders ORDER BY id");
+    for (id, region) in [(1, "eu"), (2, "us"), (3, "eu")] {
+        send(
+            &producer,
+            "orders",
+            &key(id),
+            Some(&order(id, region, None)),
+        );
+    }
+    send(&producer, "orders", &key(2), Some(&order(2, "apac", None)));
+    wait_for("the created table with the upserted rows", FLOW, || {
+        (pg.psql("SELECT to_regclass('kafka_orders') IS NOT NULL") == "t\n"
+            && rows() == "1|eu\n2|apac\n3|eu\n")
+            .then_some(())
+    });
+    let columns = pg.psql(
+        "SELECT column_name, data_type, is_nullable FROM information_schema.columns WHERE table_name = 'kafka_orders' ORDER BY ordinal_position",
+    );
+    assert_eq!(columns, "id|integer|NO\nregion|text|NO\n");
+
+    // A new optional field: the table gains a column.
+    send(
+        &producer,
+        "orders",
+        &key(4),
+        Some(&order(4, "us", Some("gift"))),
+    );
+    wait_for("the evolved table", FLOW, || {
+        (rows() == "1|eu|\n2|apac|\n3|eu|\n4|us|gift\n").then_some(())
+    });
+    // A tombstone deletes its key's row.
+    send(&producer, "orders", &key(1), None);
+    wait_for("the deleted row", FLOW, || {
+        (rows() == "2|apac|\n3|eu|\n4|us|gift\n").then_some(())
+    });
+
+    // The database goes away and comes back: the writes are retried, the task stays RUNNING.
+    pg.stop_server();
+    send(&producer, "orders", &key(5), Some(&order(5, "eu", None)));
+    wait_for("a retried write in the log", FLOW, || {
+        cluster
+            .log_text(leader)
+            .contains("retriable failure: retrying")
+            .then_some(())
+    });
+    let states: Vec<String> = task_workers(&cluster, leader, "orders-pg")
+        .into_iter()
+        .map(|(s, _)| s)
+        .collect();
+    assert_eq!(states, ["RUNNING"]);
+    let restarted = Instant::now();
+    pg.start_server();
+    wait_for("the row written after the restart", FLOW, || {
+        rows().contains("5|eu|").then_some(())
+    });
+    say(format!(
+        "JDBC SINK: auto.create, upsert, auto.evolve, delete by key; PostgreSQL down and back: written {} ms after its restart",
+        restarted.elapsed().as_millis()
+    ));
+    assert_eq!(rows(), "2|apac|\n3|eu|\n4|us|gift\n5|eu|\n");
+    assert!(
+        !cluster.log_text(leader).contains("kcpw"),
+        "the URL's password is in the log"
+    );
+}
