@@ -386,3 +386,225 @@ fn upserts_into_a_created_table_evolve_it_delete_by_key_and_ride_out_a_database_
         "the URL's password is in the log"
     );
 }
+
+/// A worker frozen past the worker timeout, without its lease (test only), wakes after its
+/// task moved and goes on writing: the offsets row in the database fences it, and nothing is
+/// written twice (errors.tolerance=none: a duplicate key would fail the task).
+#[test]
+fn a_zombie_without_its_lease_is_fenced_at_the_database() {
+    let pg = Postgres::start();
+    pg.psql("CREATE TABLE events (id integer PRIMARY KEY, user_id varchar(10), item varchar(20))");
+    let kafka = Kafka::start(&[("events", 2)]);
+    let settings = Settings {
+        disable_lease: true,
+        ..seed_workers()
+    };
+    let (cluster, leader) = started(3, &kafka, settings);
+    ferry_tests::pipeline::create(
+        &cluster,
+        leader,
+        "events-pg",
+        &[
+            (
+                "connector.class",
+                "io.confluent.connect.jdbc.JdbcSinkConnector",
+            ),
+            ("connection.url", &pg.jdbc_url("kcdb")),
+            ("connection.user", "kcuser"),
+            ("connection.password", "kcpw"),
+            ("topics", "events"),
+            ("tasks.max", "1"),
+            ("batch.size", "20"),
+        ],
+    );
+    let producer: BaseProducer = ClientConfig::new()
+        .set("bootstrap.servers", &kafka.bootstrap)
+        .create()
+        .expect("a producer");
+    let count = || -> usize {
+        pg.psql("SELECT count(*) FROM events")
+            .trim()
+            .parse()
+            .unwrap_or(0)
+    };
+    for id in 0..200 {
+        publish(&producer, "events", id, "user01", "item", "pear");
+    }
+    producer.flush(Duration::from_secs(30)).expect("delivered");
+    wait_for("the first rows", FLOW, || (count() == 200).then_some(()));
+    let owner = task_workers(&cluster, leader, "events-pg")
+        .first()
+        .map(|(_, w)| w.clone())
+        .expect("a task");
+    let zombie = (1..=3)
+        .find(|id| cluster.node(*id).api == owner)
+        .expect("the task's worker");
+    let other = (1..=3).find(|id| *id != zombie).unwrap_or(1);
+    // Records wait in the zombie's consumer when it freezes.
+    for id in 200..400 {
+        publish(&producer, "events", id, "user02", "item", "plum");
+    }
+    cluster.signal(zombie, ferry_tests::Signal::SIGSTOP);
+    producer.flush(Duration::from_secs(30)).expect("delivered");
+    let zombie_api = cluster.node(zombie).api.clone();
+    wait_for("the task on the other worker", FLOW, || {
+        task_workers(&cluster, other, "events-pg")
+            .iter()
+            .any(|(s, w)| s == "RUNNING" && *w != zombie_api)
+            .then_some(())
+    });
+    for id in 400..600 {
+        publish(&producer, "events", id, "user01", "item", "fig");
+    }
+    producer.flush(Duration::from_secs(30)).expect("delivered");
+    wait_for("every row", FLOW, || (count() == 600).then_some(()));
+    cluster.signal(zombie, ferry_tests::Signal::SIGCONT);
+    std::thread::sleep(Duration::from_secs(5));
+    assert_eq!(count(), 600);
+    assert_eq!(
+        pg.psql("SELECT count(DISTINCT id), min(id), max(id) FROM events"),
+        "600|0|599\n"
+    );
+    let states: Vec<String> = task_workers(&cluster, other, "events-pg")
+        .into_iter()
+        .map(|(s, _)| s)
+        .collect();
+    assert_eq!(states, ["RUNNING"], "the new owner met no duplicate key");
+    // Whether its writes reached the database's fence depends on what it held when it
+    // woke; either way nothing was written twice.
+    let log = cluster.log_text(zombie);
+    let at_database = log.contains("the database's offsets belong to generation")
+        || log.contains("a newer generation than this task's");
+    say(format!(
+        "ZOMBIE: 600 rows once; the woken zombie {}",
+        if at_database {
+            "was fenced at the database"
+        } else {
+            "was stopped before it wrote"
+        }
+    ));
+}
+
+/// The JDBC sink task has no use for Raft's range commits.
+struct NoRangeCommits;
+
+#[async_trait::async_trait]
+impl ferry_connect::task::SinkCommitter for NoRangeCommits {
+    async fn commit(
+        &self,
+        _: ferry_connect::task::SinkCommit,
+    ) -> ferry_connect::Result<ferry_connect::task::CommitOutcome> {
+        Err(ferry_connect::ConnectError::fatal(
+            "not used by the JDBC sink",
+        ))
+    }
+    async fn last_commit(
+        &self,
+        _: &ferry_connect::TopicPartition,
+    ) -> ferry_connect::Result<Option<(i64, std::collections::BTreeMap<String, String>)>> {
+        Ok(None)
+    }
+}
+
+/// The fence itself, task against task on a real PostgreSQL: generation 2 takes the
+/// partition over; generation 1, a zombie holding records, cannot write them, and a task
+/// starting again resumes from the database's offsets.
+#[test]
+fn the_offsets_table_fences_an_older_generation_and_resumes_a_new_one() {
+    use ferry_connect::task::{Rewinds, SinkTaskContext};
+    use ferry_connect::TopicPartition;
+    use std::sync::Arc;
+
+    let pg = Postgres::start();
+    pg.psql("CREATE TABLE t (id integer PRIMARY KEY, user_id varchar(10), item varchar(20))");
+    let props = ferry_connect::config::props(&[
+        ("connection.url", &pg.jdbc_url("kcdb")),
+        ("connection.user", "kcuser"),
+        ("connection.password", "kcpw"),
+        ("table.name.format", "t"),
+    ]);
+    let runtime = tokio::runtime::Runtime::new().expect("runtime");
+    let tp = TopicPartition::new("events", 0);
+    let record = |offset: i64| {
+        let converter = ferry_connect::converter::JsonConverter::default();
+        let value = format!(
+            r#"{{"schema":{{"type":"struct","fields":[{{"type":"int32","optional":false,"field":"id"}},{{"type":"string","optional":true,"field":"user_id"}},{{"type":"string","optional":true,"field":"item"}}],"optional":false}},"payload":{{"id":{offset},"user_id":"u","item":"x"}}}}"#
+        );
+        let decoded =
+            ferry_connect::Converter::decode(&converter, "events", Some(value.as_bytes()))
+                .expect("decodes");
+        ferry_connect::SinkRecord {
+            topic: "events".into(),
+            partition: 0,
+            offset,
+            timestamp: None,
+            key_schema: None,
+            key: ferry_connect::Value::Null,
+            value_schema: decoded.schema,
+            value: decoded.value,
+            headers: Vec::new(),
+        }
+    };
+    let task = |generation: u64, rewinds: Arc<Rewinds>| {
+        let props = props.clone();
+        let tp = tp.clone();
+        async move {
+            let mut task = ferry_connector_jdbc::sink::JdbcSinkTask::build(&props).expect("valid");
+            task.start(SinkTaskContext {
+                connector: "fence".into(),
+                task: 0,
+                generation,
+                reporter: None,
+                committer: Arc::new(NoRangeCommits),
+                rewinds,
+            })
+            .await
+            .expect("start");
+            task.open(&[tp]).await.expect("open");
+            task
+        }
+    };
+    runtime.block_on(async {
+        let zombie_rewinds = Arc::new(Rewinds::default());
+        let mut zombie = task(1, zombie_rewinds.clone()).await;
+        zombie
+            .put(&(0..5).map(record).collect::<Vec<_>>())
+            .await
+            .expect("generation 1 writes");
+        // The partition moves: generation 2 resumes where the database is.
+        let rewinds = Arc::new(Rewinds::default());
+        let mut owner = task(2, rewinds.clone()).await;
+        assert_eq!(
+            rewinds.take().get(&tp),
+            Some(&5),
+            "resumes from the database's offsets"
+        );
+        owner
+            .put(&(5..8).map(record).collect::<Vec<_>>())
+            .await
+            .expect("generation 2 writes");
+        // The zombie wakes with records it had consumed.
+        let e = zombie
+            .put(&(5..10).map(record).collect::<Vec<_>>())
+            .await
+            .expect_err("fenced");
+        assert!(e.message.contains("fenced"), "{}", e.message);
+        assert!(!e.is_retriable());
+        // A repeat of what the owner wrote is skipped, the rest written once.
+        owner
+            .put(&(6..10).map(record).collect::<Vec<_>>())
+            .await
+            .expect("generation 2 writes on");
+    });
+    assert_eq!(
+        pg.psql("SELECT count(*), count(DISTINCT id), min(id), max(id) FROM t"),
+        "10|10|0|9\n"
+    );
+    assert_eq!(
+        pg.psql(
+            "SELECT next_offset, generation FROM __ferry_sink_offsets WHERE connector = 'fence'"
+        ),
+        "10|2\n"
+    );
+    say("FENCE: generation 1 refused after generation 2 took over; 10 rows once");
+}
