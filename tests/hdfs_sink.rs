@@ -14,8 +14,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use ferry_tests::hdfs::Hdfs;
-use ferry_tests::pipeline::create;
-use ferry_tests::pipeline::{started, task_workers};
+use ferry_tests::pipeline::{create, follower_running, started, task_workers};
 use ferry_tests::storage::check_tiling;
 use ferry_tests::{error_header, python, read_topic, say, wait_for, Kafka, Settings};
 use rdkafka::config::ClientConfig;
@@ -222,14 +221,7 @@ fn seed_000_config_writes_avro_into_real_hdfs_exactly_once_across_a_kill_9() {
     ));
 
     // kill -9 a follower whose tasks have files open.
-    let workers = task_workers(&cluster, leader, "irene-hdfs");
-    let victim = cluster
-        .nodes
-        .keys()
-        .copied()
-        .filter(|id| *id != leader)
-        .find(|id| workers.iter().any(|(_, w)| *w == cluster.node(*id).api))
-        .expect("a follower runs sink tasks");
+    let victim = follower_running(&cluster, leader, "irene-hdfs");
     let victim_api = cluster.node(victim).api.clone();
     let killed = Instant::now();
     cluster.kill9(victim);

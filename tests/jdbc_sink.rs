@@ -8,7 +8,7 @@
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
-use ferry_tests::pipeline::{started, task_workers};
+use ferry_tests::pipeline::{follower_running, started, task_workers};
 use ferry_tests::postgres::Postgres;
 use ferry_tests::{error_header, read_topic, say, wait_for, Kafka, Settings};
 use rdkafka::config::ClientConfig;
@@ -182,12 +182,7 @@ fn seed_003_sink_writes_rows_dead_letters_the_long_item_and_is_exactly_once_acro
     ));
 
     // Rows flow; the worker holding dst_table01's partition 1 (user02) is killed.
-    let next: Vec<(String, String)> = task_workers(&cluster, leader, "jdbc_sink_postgresql");
-    say(format!("tasks: {next:?}"));
-    let victim = (1..=3)
-        .filter(|id| *id != leader)
-        .find(|id| next.iter().any(|(_, w)| *w == cluster.node(*id).api))
-        .expect("a non-leader worker runs a task");
+    let victim = follower_running(&cluster, leader, "jdbc_sink_postgresql");
     let mut expected01: BTreeSet<i32> = [1, 2, 3, 4, 6].into();
     let mut expected02: BTreeSet<i32> = [1, 2, 3, 4].into();
     let killed = Instant::now();

@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use ferry_tests::pipeline::{create, create_source, started, task_workers};
+use ferry_tests::pipeline::{create, create_source, follower_running, started, task_workers};
 use ferry_tests::storage::check_tiling;
 use ferry_tests::{error_header, read_topic, say, wait_for, Kafka, Settings};
 use rdkafka::config::ClientConfig;
@@ -121,14 +121,7 @@ fn storage_sink_writes_confluent_named_files_exactly_once_across_a_kill_9() {
         (n >= 1000).then_some(())
     });
     // Kill a follower that writes; more records arrive meanwhile.
-    let workers = task_workers(&cluster, leader, "hdfs");
-    let victim = cluster
-        .nodes
-        .keys()
-        .copied()
-        .filter(|id| *id != leader)
-        .find(|id| workers.iter().any(|(_, w)| *w == cluster.node(*id).api))
-        .expect("a follower runs sink tasks");
+    let victim = follower_running(&cluster, leader, "hdfs");
     let victim_api = cluster.node(victim).api.clone();
     let killed = Instant::now();
     cluster.kill9(victim);

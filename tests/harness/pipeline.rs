@@ -86,3 +86,15 @@ pub fn task_workers(cluster: &Cluster, node: u64, name: &str) -> Vec<(String, St
         })
         .unwrap_or_default()
 }
+
+/// A follower (a node other than `leader`) that runs a task of `connector`.
+pub fn follower_running(cluster: &Cluster, leader: u64, connector: &str) -> u64 {
+    let workers = task_workers(cluster, leader, connector);
+    cluster
+        .nodes
+        .keys()
+        .copied()
+        .filter(|id| *id != leader)
+        .find(|id| workers.iter().any(|(_, w)| *w == cluster.node(*id).api))
+        .unwrap_or_else(|| panic!("no follower runs a task of {connector}: {workers:?}"))
+}

@@ -145,6 +145,16 @@ pub fn positive(value: &str) -> Result<(), String> {
     at_least(1)(value)
 }
 
+/// Validator: one of `allowed`, ignoring case and surrounding blanks.
+pub fn one_of(value: &str, allowed: &[&str]) -> Result<(), String> {
+    let v = value.trim();
+    if allowed.iter().any(|a| a.eq_ignore_ascii_case(v)) {
+        Ok(())
+    } else {
+        Err(format!("must be one of {}, got {v:?}", allowed.join(", ")))
+    }
+}
+
 /// Validator: a non-empty value.
 pub fn non_empty(value: &str) -> Result<(), String> {
     if value.trim().is_empty() {

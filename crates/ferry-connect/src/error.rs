@@ -51,6 +51,16 @@ pub struct ConnectError {
 }
 
 impl ConnectError {
+    /// The same error without its cause chain (which cannot be cloned), for a second owner.
+    pub fn detached(&self) -> ConnectError {
+        ConnectError {
+            retry: self.retry,
+            class: self.class,
+            message: self.message.clone(),
+            source: None,
+        }
+    }
+
     /// Bad data (a value that does not fit, undecodable bytes): not retriable.
     pub fn data(message: impl Into<String>) -> Self {
         ConnectError {

@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use ferry_connect::config::{non_empty, parsed, positive, required};
+use ferry_connect::config::{non_empty, one_of, parsed, positive, required};
 use ferry_connect::plugin::{Finding, TaskFactory};
 use ferry_connect::task::Props;
 use ferry_connect::{
@@ -194,15 +194,6 @@ impl HdfsSinkConfig {
             max_open_files: parsed(props, "max.open.files.per.task", 100usize)?.max(1),
             partitioner: Partitioner::from_config(props)?,
         })
-    }
-}
-
-fn one_of(value: &str, allowed: &[&str]) -> std::result::Result<(), String> {
-    let v = value.trim();
-    if allowed.iter().any(|a| a.eq_ignore_ascii_case(v)) {
-        Ok(())
-    } else {
-        Err(format!("must be one of {}, got {v:?}", allowed.join(", ")))
     }
 }
 

@@ -38,7 +38,7 @@ impl Param<'_> {
         format!(
             "column {}: a {} value cannot be written to a {} column",
             self.column,
-            kind(self.value),
+            self.value.kind(),
             ty.name()
         )
         .into()
@@ -58,28 +58,6 @@ impl Param<'_> {
             )
         })?;
         narrowed.to_sql(ty, out)
-    }
-}
-
-fn kind(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Int8(_) => "int8",
-        Value::Int16(_) => "int16",
-        Value::Int32(_) => "int32",
-        Value::Int64(_) => "int64",
-        Value::Float32(_) => "float32",
-        Value::Float64(_) => "float64",
-        Value::Boolean(_) => "boolean",
-        Value::String(_) => "string",
-        Value::Bytes(_) => "bytes",
-        Value::Array(_) => "array",
-        Value::Map(_) => "map",
-        Value::Struct(_) => "struct",
-        Value::Decimal(_) => "Decimal",
-        Value::Date(_) => "Date",
-        Value::Time(_) => "Time",
-        Value::Timestamp(_) => "Timestamp",
     }
 }
 

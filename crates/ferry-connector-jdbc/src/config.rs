@@ -4,8 +4,9 @@
 
 use std::collections::BTreeMap;
 
-use ferry_connect::config::{at_least, flag, non_empty, parsed, positive};
+use ferry_connect::config::{at_least, flag, non_empty, one_of, parsed, positive};
 use ferry_connect::plugin::{Finding, TaskFactory};
+use ferry_connect::transform::list;
 use ferry_connect::{
     ConfigDef, ConfigKey, ConfigType, ConnectError, Importance, PluginDesc, Result, Support,
 };
@@ -23,15 +24,6 @@ pub fn sink_plugin() -> PluginDesc {
         tasks: TaskFactory::Sink(JdbcSinkTask::build),
         config: sink_config,
         check: Some(check_sink),
-    }
-}
-
-fn one_of(value: &str, allowed: &[&str]) -> std::result::Result<(), String> {
-    let v = value.trim();
-    if allowed.iter().any(|a| a.eq_ignore_ascii_case(v)) {
-        Ok(())
-    } else {
-        Err(format!("must be one of {}, got {v:?}", allowed.join(", ")))
     }
 }
 
@@ -409,19 +401,6 @@ pub struct JdbcSinkConfig {
     pub quote_identifiers: bool,
     pub max_retries: u32,
     pub retry_backoff_ms: u64,
-}
-
-fn list(props: &BTreeMap<String, String>, key: &str) -> Vec<String> {
-    props
-        .get(key)
-        .map(|v| {
-            v.split(',')
-                .map(str::trim)
-                .filter(|s| !s.is_empty())
-                .map(str::to_string)
-                .collect()
-        })
-        .unwrap_or_default()
 }
 
 fn choice<T: Copy>(

@@ -406,7 +406,7 @@ async fn transaction(
         let row = match row {
             Ok(row) => row,
             Err(e) => {
-                reported.push((*record, copy(e)));
+                reported.push((*record, e.detached()));
                 continue;
             }
         };
@@ -464,7 +464,7 @@ async fn transaction(
     // What failed on its own is in the DLQ before the offsets pass it (or fails the task).
     for (record, error) in &reported {
         let Some(reporter) = reporter else {
-            return Err(Failure::Record(copy(error)));
+            return Err(Failure::Record(error.detached()));
         };
         warn!(record = %at(record), error = %error.message, "record not written: reported");
         reporter
@@ -490,16 +490,6 @@ async fn transaction(
     }
     tx.commit().await.map_err(db("commit"))?;
     Ok(())
-}
-
-/// The same error, without its source (which cannot be cloned).
-fn copy(e: &ConnectError) -> ConnectError {
-    ConnectError {
-        retry: e.retry,
-        class: e.class,
-        message: e.message.clone(),
-        source: None,
-    }
 }
 
 fn at(record: &SinkRecord) -> String {

@@ -45,16 +45,6 @@ impl Held {
     }
 }
 
-/// An error without its cause chain (which cannot be cloned), for a second owner.
-fn copy(e: &ConnectError) -> ConnectError {
-    ConnectError {
-        retry: e.retry,
-        class: e.class,
-        message: e.message.clone(),
-        source: None,
-    }
-}
-
 /// How a failed record is named in traces and logs.
 fn describe(ctx: &FailureContext) -> String {
     match &ctx.source {
@@ -196,7 +186,7 @@ impl ErrantRecordReporter for Reporter {
             if !held.reported.insert(seen.clone()) {
                 // Reported again by a retried `put`: it was dealt with the first time.
                 return match &held.fatal {
-                    Some(e) => Err(copy(e)),
+                    Some(e) => Err(e.detached()),
                     None => Ok(()),
                 };
             }
@@ -221,12 +211,12 @@ impl ErrantRecordReporter for Reporter {
             }
         };
         let ctx = self.context(consumed, Stage::TaskPut, self.task_class.clone());
-        match self.tolerate(&ctx, &original, copy(error)) {
+        match self.tolerate(&ctx, &original, error.detached()) {
             // Delivered before the call returns: an exactly-once sink may commit the
             // record's offset through Raft right after.
             Ok(()) => self.flush().await,
             Err(e) => {
-                let answer = copy(&e);
+                let answer = e.detached();
                 self.lock().fatal.get_or_insert(e);
                 Err(answer)
             }
