@@ -33,6 +33,7 @@ run:
 bench:
 	./scripts/testbed/kcat.sh
 	./scripts/testbed/hdfs.sh
+	./scripts/testbed/postgres.sh
 	$(CARGO) build --release --workspace --locked
 	FERRY_BIN_DIR=$(CURDIR)/target/release $(CURDIR)/target/release/ferry-bench
 

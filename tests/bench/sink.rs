@@ -7,6 +7,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use ferry_tests::hdfs::Hdfs;
+use ferry_tests::postgres::Postgres;
 use ferry_tests::{lines_in_work_dirs, wait_for, Cluster, Kafka, Settings};
 use rdkafka::config::ClientConfig;
 use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
@@ -311,6 +312,7 @@ pub fn run() -> anyhow::Result<()> {
     );
 
     formats(&cluster, leader, json_rate, json_input)?;
+    jdbc(&cluster, leader, json_rate)?;
 
     // The storage sink (HDFS sink on a local directory), JsonFormat: the same 1 KiB records
     // as JSON strings, committed exactly once through Raft.
@@ -498,6 +500,91 @@ fn formats(cluster: &Cluster, leader: u64, json_rate: f64, input: u64) -> anyhow
             );
             cluster.cli(leader, &["connectors", "delete", &name]);
         }
+    }
+    Ok(())
+}
+
+/// The JDBC sink on the JSON path's records into a real PostgreSQL, insert and upsert (keyed
+/// by id), timed until the table holds every row; beside `psql \copy` of the same rows from a
+/// CSV file into a table of the same shape, in the same run.
+fn jdbc(cluster: &Cluster, leader: u64, json_rate: f64) -> anyhow::Result<()> {
+    let pg = Postgres::start();
+    let csv = tempfile::NamedTempFile::new()?;
+    {
+        use std::io::Write;
+        let mut out = std::io::BufWriter::new(csv.as_file());
+        for i in 0..JSON_RECORDS {
+            let id = 1_000_000_000 + i as i64;
+            writeln!(out, "{id},user{:04},{}", i % 1000, "x".repeat(800))?;
+        }
+    }
+    pg.psql("CREATE TABLE copied (id BIGINT NOT NULL PRIMARY KEY, user_id TEXT, item TEXT)");
+    let started = Instant::now();
+    pg.psql(&format!(
+        "\\copy copied FROM '{}' WITH (FORMAT csv)",
+        csv.path().display()
+    ));
+    let copy_took = started.elapsed();
+    let copy_rate = JSON_RECORDS as f64 / copy_took.as_secs_f64();
+    println!(
+        "baseline  psql \\copy of the same rows (CSV):          {copy_rate:>9.0} rows/s  ({:.2} s for {JSON_RECORDS})",
+        copy_took.as_secs_f64()
+    );
+    let url = pg.jdbc_url("kcdb");
+    for (mode, more) in [
+        ("insert", vec![]),
+        (
+            "upsert",
+            vec![("pk.mode", "record_value"), ("pk.fields", "id")],
+        ),
+    ] {
+        let name = format!("bench-jdbc-{mode}");
+        let table = format!("bench_{mode}");
+        let mut config = vec![
+            (
+                "connector.class",
+                "io.confluent.connect.jdbc.JdbcSinkConnector",
+            ),
+            ("connection.url", url.as_str()),
+            ("connection.user", "kcuser"),
+            ("connection.password", "kcpw"),
+            ("topics", JSON_TOPIC),
+            ("tasks.max", "6"),
+            ("table.name.format", table.as_str()),
+            ("insert.mode", mode),
+            ("auto.create", "true"),
+            (
+                "value.converter",
+                "org.apache.kafka.connect.json.JsonConverter",
+            ),
+        ];
+        config.extend(more);
+        let file = cluster.connector_file(&name, &config);
+        let started = Instant::now();
+        cluster.cli(
+            leader,
+            &["connectors", "create", "-f", &file.to_string_lossy()],
+        );
+        let took = wait_for(
+            "the JDBC sink to write every row",
+            Duration::from_secs(900),
+            || {
+                let rows: usize = pg
+                    .try_psql(&format!("SELECT count(*) FROM {table}"))?
+                    .trim()
+                    .parse()
+                    .ok()?;
+                (rows >= JSON_RECORDS).then(|| started.elapsed())
+            },
+        );
+        let rate = JSON_RECORDS as f64 / took.as_secs_f64();
+        println!(
+            "ferry     JDBC sink, {mode:<6} into PostgreSQL:       {rate:>9.0} rows/s  ({:.2} s; {:.0}% of psql \\copy, {:.0}% of the JSON path's FileStreamSink)",
+            took.as_secs_f64(),
+            100.0 * rate / copy_rate,
+            100.0 * rate / json_rate
+        );
+        cluster.cli(leader, &["connectors", "delete", &name]);
     }
     Ok(())
 }

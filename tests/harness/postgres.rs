@@ -156,8 +156,16 @@ impl Postgres {
         self.psql_as("kcuser", "kcpw", "kcdb", sql)
     }
 
-    fn psql_as(&self, user: &str, password: &str, db: &str, sql: &str) -> String {
-        let out = Command::new("psql")
+    /// As `psql`, but `None` when psql fails (a table that does not exist yet).
+    pub fn try_psql(&self, sql: &str) -> Option<String> {
+        let out = self.run_psql("kcuser", "kcpw", "kcdb", sql);
+        out.status
+            .success()
+            .then(|| String::from_utf8_lossy(&out.stdout).to_string())
+    }
+
+    fn run_psql(&self, user: &str, password: &str, db: &str, sql: &str) -> std::process::Output {
+        Command::new("psql")
             .args([
                 "-h",
                 "127.0.0.1",
@@ -172,7 +180,11 @@ impl Postgres {
             .env("PGPASSWORD", password)
             .stdin(Stdio::null())
             .output()
-            .expect("run psql");
+            .expect("run psql")
+    }
+
+    fn psql_as(&self, user: &str, password: &str, db: &str, sql: &str) -> String {
+        let out = self.run_psql(user, password, db, sql);
         assert!(
             out.status.success(),
             "psql {sql:?} failed: {}",
