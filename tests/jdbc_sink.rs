@@ -148,6 +148,11 @@ fn seed_003_sink_writes_rows_dead_letters_the_long_item_and_is_exactly_once_acro
     producer.flush(Duration::from_secs(30)).expect("delivered");
 
     wait_for("the seed's rows in both tables", FLOW, || {
+        let status = cluster.json(leader, &["connectors", "status", "jdbc_sink_postgresql"]);
+        assert!(
+            !status.to_string().contains("FAILED"),
+            "a task failed: {status}"
+        );
         (ids(&pg, "dst_table01") == [1, 2, 3, 4, 6] && ids(&pg, "dst_table02") == [1, 2, 3, 4])
             .then_some(())
     });

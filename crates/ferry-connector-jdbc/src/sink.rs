@@ -158,10 +158,17 @@ impl JdbcSinkTask {
         if self.client.is_none() {
             let (config, _) = self.parts()?;
             let client = connect(&config.connection).await?;
-            client
-                .batch_execute(&dialect::create_offsets_table())
-                .await
-                .map_err(|e| classify("create the offsets table", &e))?;
+            if let Err(e) = client.batch_execute(&dialect::create_offsets_table()).await {
+                // Tasks starting together race to create it: PostgreSQL's CREATE TABLE IF
+                // NOT EXISTS then fails on its catalog's unique index, or finds it made.
+                let raced = e.code().is_some_and(|c| {
+                    *c == SqlState::UNIQUE_VIOLATION || *c == SqlState::DUPLICATE_TABLE
+                });
+                if !raced {
+                    return Err(classify("create the offsets table", &e));
+                }
+                debug!("another task created the offsets table meanwhile");
+            }
             info!(database = %describe(&config.connection), "connected");
             self.client = Some(client);
             self.tables.clear();
