@@ -395,6 +395,14 @@ fn order_rows(hdfs: &Hdfs, work: &Path, round: &mut usize, want: usize) -> Vec<i
     })
 }
 
+/// The states of `orders-hdfs`'s tasks.
+fn task_states(cluster: &ferry_tests::Cluster, node: u64) -> Vec<String> {
+    task_workers(cluster, node, "orders-hdfs")
+        .into_iter()
+        .map(|(state, _)| state)
+        .collect()
+}
+
 #[test]
 fn parquet_on_hdfs_dead_letters_what_has_no_row_and_rides_out_namenode_outages() {
     let mut hdfs = Hdfs::start();
@@ -472,12 +480,7 @@ fn parquet_on_hdfs_dead_letters_what_has_no_row_and_rides_out_namenode_outages()
             && log.contains(&format!("create {store_url}/data/log/+tmp/orders/")))
         .then_some(())
     });
-    let status = cluster.json(leader, &["connectors", "status", "orders-hdfs"]);
-    let states: Vec<&str> = status["tasks"]
-        .as_array()
-        .map(|t| t.iter().filter_map(|t| t["state"].as_str()).collect())
-        .unwrap_or_default();
-    assert_eq!(states, ["RUNNING", "RUNNING"], "{status}");
+    assert_eq!(task_states(&cluster, leader), ["RUNNING", "RUNNING"]);
     let restarted = Instant::now();
     hdfs.start_namenode();
     let ids = order_rows(&hdfs, &work, &mut round, rows(600).len());
@@ -550,12 +553,7 @@ fn parquet_on_hdfs_dead_letters_what_has_no_row_and_rides_out_namenode_outages()
             .contains("consuming again from the task's last commit")
             .then_some(())
     });
-    let status = cluster.json(leader, &["connectors", "status", "orders-hdfs"]);
-    let states: Vec<&str> = status["tasks"]
-        .as_array()
-        .map(|t| t.iter().filter_map(|t| t["state"].as_str()).collect())
-        .unwrap_or_default();
-    assert_eq!(states, ["RUNNING", "RUNNING"], "{status}");
+    assert_eq!(task_states(&cluster, leader), ["RUNNING", "RUNNING"]);
     std::thread::sleep(Duration::from_secs(3));
     hdfs.start_namenode();
     let ids = order_rows(&hdfs, &work, &mut round, rows(800).len());
