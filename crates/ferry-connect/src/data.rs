@@ -382,6 +382,22 @@ impl Struct {
         Ok(Struct { schema, values })
     }
 
+    /// A struct of a struct schema and one value per field, in order, checked against the
+    /// fields' schemas.
+    pub fn of(schema: Arc<Schema>, values: Vec<Value>) -> Result<Self> {
+        if values.len() != schema.fields.len() {
+            return Err(ConnectError::data(format!(
+                "a struct of {} fields given {} values",
+                schema.fields.len(),
+                values.len()
+            )));
+        }
+        let s = Struct::new(schema)?;
+        let s = Struct { values, ..s };
+        s.validate()?;
+        Ok(s)
+    }
+
     /// Set a field, checking the value against the field's schema.
     pub fn put(&mut self, field: &str, value: Value) -> Result<&mut Self> {
         let f = self

@@ -19,9 +19,21 @@ use crate::record::{SinkRecord, SourceMap, SourceRecord, TopicPartition};
 pub type Props = BTreeMap<String, String>;
 
 /// A connector instance: it splits its work into task configs.
+#[async_trait]
 pub trait Connector: Send + Sync {
+    /// Called once before the first `task_configs` (Kafka Connect's `start`): what the split
+    /// depends on is looked up here (the tables of a database, say).
+    async fn start(&mut self) -> Result<()> {
+        Ok(())
+    }
     /// Configs for at most `max_tasks` tasks (Kafka Connect's `taskConfigs(maxTasks)`).
     fn task_configs(&self, max_tasks: usize) -> Result<Vec<Props>>;
+    /// Returns when the task configs should be generated again (Kafka Connect's
+    /// `requestTaskReconfiguration`), for example because a table was created; by default
+    /// never. The runtime then calls `task_configs` and restarts the tasks whose config changed.
+    async fn reconfigure(&mut self) -> Result<()> {
+        std::future::pending().await
+    }
 }
 
 /// Where a sink task reports records that failed on their own (Kafka Connect's

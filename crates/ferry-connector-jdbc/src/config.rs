@@ -1,6 +1,7 @@
 //! The JDBC connectors' properties, with the names and defaults of Confluent's JDBC connector
 //! (10.x): the connection (`connection.url` as PostgreSQL's JDBC driver reads it, user and
-//! password) and the sink's. The password is kept out of `Debug` and of every message.
+//! password), the source's and the sink's. The password is kept out of `Debug` and of every
+//! message.
 
 use std::collections::BTreeMap;
 
@@ -11,9 +12,15 @@ use ferry_connect::{
     ConfigDef, ConfigKey, ConfigType, ConnectError, Importance, PluginDesc, Result, Support,
 };
 
+use crate::dialect::TableId;
 use crate::sink::{JdbcSinkConnector, JdbcSinkTask};
+use crate::source::{JdbcSourceConnector, JdbcSourceTask};
 
 pub const SINK_CLASS: &str = "io.confluent.connect.jdbc.JdbcSinkConnector";
+pub const SOURCE_CLASS: &str = "io.confluent.connect.jdbc.JdbcSourceConnector";
+
+/// The task property that lists a source task's tables (JSON: `[[schema, table], …]`).
+pub const TABLES: &str = "tables";
 
 pub fn sink_plugin() -> PluginDesc {
     PluginDesc {
@@ -24,6 +31,18 @@ pub fn sink_plugin() -> PluginDesc {
         tasks: TaskFactory::Sink(JdbcSinkTask::build),
         config: sink_config,
         check: Some(check_sink),
+    }
+}
+
+pub fn source_plugin() -> PluginDesc {
+    PluginDesc {
+        class: SOURCE_CLASS,
+        aliases: &["JdbcSourceConnector"],
+        version: env!("CARGO_PKG_VERSION"),
+        connector: JdbcSourceConnector::build,
+        tasks: TaskFactory::Source(JdbcSourceTask::build),
+        config: source_config,
+        check: Some(check_source),
     }
 }
 
@@ -191,8 +210,18 @@ pub fn sink_config() -> ConfigDef {
 
 /// What the sink refuses across properties (the same checks as at start).
 pub fn check_sink(props: &BTreeMap<String, String>) -> Vec<Finding> {
-    match JdbcSinkConfig::parse(props) {
-        Ok(_) => Vec::new(),
+    finding(JdbcSinkConfig::parse(props).map(|_| ()))
+}
+
+/// What the source refuses across properties (the same checks as at start).
+pub fn check_source(props: &BTreeMap<String, String>) -> Vec<Finding> {
+    finding(JdbcSourceConfig::parse(props).map(|_| ()))
+}
+
+/// A parse error ("key: message") as a finding on its property.
+fn finding(parsed: Result<()>) -> Vec<Finding> {
+    match parsed {
+        Ok(()) => Vec::new(),
         Err(e) => {
             let (key, message) = e
                 .message
@@ -505,6 +534,348 @@ impl JdbcSinkConfig {
     /// The destination table of a topic: `table.name.format` with `${topic}` replaced.
     pub fn table_of(&self, topic: &str) -> String {
         self.table_name_format.replace("${topic}", topic)
+    }
+}
+
+/// The source's properties.
+pub fn source_config() -> ConfigDef {
+    use ConfigType::*;
+    use Importance::*;
+    let mut def = connection_config();
+    def.extend([
+        ConfigKey::new(
+            "mode",
+            String,
+            High,
+            "bulk, incrementing, timestamp or timestamp+incrementing.",
+        )
+        .required()
+        .validator(|v| one_of(v, &["bulk", "incrementing", "timestamp", "timestamp+incrementing"])),
+        ConfigKey::new(
+            "incrementing.column.name",
+            String,
+            Medium,
+            "A strictly increasing column (empty: the table's serial or identity column).",
+        )
+        .default(""),
+        ConfigKey::new(
+            "timestamp.column.name",
+            List,
+            Medium,
+            "Timestamp columns; with several, the first that is not null (COALESCE).",
+        )
+        .default(""),
+        ConfigKey::new(
+            "timestamp.delay.interval.ms",
+            Long,
+            Medium,
+            "How long after a timestamp its rows are read: transactions that commit within it are not missed.",
+        )
+        .default("0")
+        .validator(|v| at_least(0)(v)),
+        ConfigKey::new(
+            "timestamp.initial",
+            Long,
+            Low,
+            "Epoch milliseconds to start from without an offset (-1: now); empty: from the first row.",
+        ),
+        ConfigKey::new(
+            "validate.non.null",
+            Boolean,
+            Low,
+            "Refuse nullable incrementing and timestamp columns (rows with nulls would never be read).",
+        )
+        .default("true"),
+        ConfigKey::new("table.whitelist", List, Medium, "The tables to copy (name or schema.name).")
+            .default(""),
+        ConfigKey::new("table.blacklist", List, Medium, "The tables not to copy.").default(""),
+        ConfigKey::new(
+            "schema.pattern",
+            String,
+            Medium,
+            "The schemas tables are looked up in (a LIKE pattern); empty: all but the system's.",
+        ),
+        ConfigKey::new("catalog.pattern", String, Low, "The database is the URL's.")
+            .support(Support::NoEffect("the catalog is the database of connection.url")),
+        ConfigKey::new(
+            "table.types",
+            List,
+            Low,
+            "TABLE, VIEW and/or MATERIALIZED VIEW.",
+        )
+        .default("TABLE")
+        .validator(|v| {
+            v.split(',')
+                .map(str::trim)
+                .filter(|t| !t.is_empty())
+                .try_for_each(|t| one_of(t, &["TABLE", "VIEW", "MATERIALIZED VIEW", "PARTITIONED TABLE"]))
+        }),
+        ConfigKey::new(
+            "query",
+            String,
+            Medium,
+            "Copy the result of this query instead of tables (to the topic named topic.prefix).",
+        )
+        .default(""),
+        ConfigKey::new("query.suffix", String, Low, "Appended to every query (e.g. a locking clause).")
+            .default(""),
+        ConfigKey::new("topic.prefix", String, High, "Topics are the prefix and the table's name.")
+            .required(),
+        ConfigKey::new("poll.interval.ms", Int, High, "How often each table is queried.")
+            .default("5000")
+            .validator(positive),
+        ConfigKey::new("batch.max.rows", Int, Low, "Rows per poll at most.")
+            .default("100")
+            .validator(positive),
+        ConfigKey::new(
+            "table.poll.interval.ms",
+            Long,
+            Low,
+            "How often the tables are listed again: new tables are picked up.",
+        )
+        .default("60000")
+        .validator(positive),
+        ConfigKey::new(
+            "numeric.mapping",
+            String,
+            Low,
+            "none (Decimal), precision_only or best_fit (integers and doubles where they fit).",
+        )
+        .validator(|v| one_of(v, &["none", "precision_only", "best_fit"])),
+        ConfigKey::new("numeric.precision.mapping", Boolean, Low, "Deprecated: precision_only.")
+            .default("false"),
+        ConfigKey::new("quote.sql.identifiers", String, Medium, "ALWAYS or NEVER.")
+            .default("ALWAYS")
+            .validator(|v| one_of(v, &["always", "never"])),
+        ConfigKey::new(
+            "db.timezone",
+            String,
+            Medium,
+            "Time zone of TIMESTAMP columns: UTC only for now.",
+        )
+        .default("UTC")
+        .validator(|v| {
+            one_of(v, &["UTC"]).map_err(|e| format!("{e} (other zones are not supported yet)"))
+        }),
+    ]);
+    def
+}
+
+/// `mode`: how new rows are found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SourceMode {
+    /// The whole table on every poll.
+    Bulk,
+    Incrementing,
+    Timestamp,
+    TimestampIncrementing,
+}
+
+impl SourceMode {
+    pub fn timestamps(self) -> bool {
+        matches!(
+            self,
+            SourceMode::Timestamp | SourceMode::TimestampIncrementing
+        )
+    }
+
+    pub fn incrementing(self) -> bool {
+        matches!(
+            self,
+            SourceMode::Incrementing | SourceMode::TimestampIncrementing
+        )
+    }
+}
+
+/// `numeric.mapping`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NumericMapping {
+    /// Decimal always.
+    None,
+    /// Integers for NUMERIC(p, 0) that fit 64 bits.
+    PrecisionOnly,
+    /// Integers as precision_only, and FLOAT64 for NUMERIC(p, s > 0) with p < 19.
+    BestFit,
+}
+
+/// The source's properties, parsed.
+#[derive(Clone, Debug)]
+pub struct JdbcSourceConfig {
+    pub connection: Connection,
+    pub mode: SourceMode,
+    pub incrementing_column: Option<String>,
+    pub timestamp_columns: Vec<String>,
+    pub delay_ms: i64,
+    /// Epoch milliseconds to start from without an offset (`timestamp.initial`; -1 is now).
+    pub timestamp_initial: Option<i64>,
+    pub validate_non_null: bool,
+    pub whitelist: Vec<String>,
+    pub blacklist: Vec<String>,
+    pub schema_pattern: Option<String>,
+    pub table_types: Vec<String>,
+    pub query: Option<String>,
+    pub query_suffix: String,
+    pub topic_prefix: String,
+    pub poll_interval_ms: u64,
+    pub batch_max_rows: usize,
+    pub table_poll_interval_ms: u64,
+    pub numeric_mapping: NumericMapping,
+    pub quote_identifiers: bool,
+}
+
+fn text(props: &BTreeMap<String, String>, key: &str) -> Option<String> {
+    props
+        .get(key)
+        .map(|v| v.trim().to_string())
+        .filter(|v| !v.is_empty())
+}
+
+impl JdbcSourceConfig {
+    pub fn parse(props: &BTreeMap<String, String>) -> Result<JdbcSourceConfig> {
+        let mode =
+            match props.get("mode").map(|m| m.trim()) {
+                None | Some("") => return Err(ConnectError::fatal(
+                    "mode: missing: set bulk, incrementing, timestamp or timestamp+incrementing",
+                )),
+                Some(_) => choice(
+                    props,
+                    "mode",
+                    SourceMode::Bulk,
+                    &[
+                        ("bulk", SourceMode::Bulk),
+                        ("incrementing", SourceMode::Incrementing),
+                        ("timestamp", SourceMode::Timestamp),
+                        ("timestamp+incrementing", SourceMode::TimestampIncrementing),
+                    ],
+                )?,
+            };
+        let precision_only = flag(props, "numeric.precision.mapping", false)?;
+        let config = JdbcSourceConfig {
+            connection: Connection::from_props(props)?,
+            mode,
+            incrementing_column: text(props, "incrementing.column.name"),
+            timestamp_columns: list(props, "timestamp.column.name"),
+            delay_ms: parsed(props, "timestamp.delay.interval.ms", 0i64)?,
+            timestamp_initial: match text(props, "timestamp.initial") {
+                Some(_) => Some(parsed(props, "timestamp.initial", 0i64)?),
+                None => None,
+            },
+            validate_non_null: flag(props, "validate.non.null", true)?,
+            whitelist: list(props, "table.whitelist"),
+            blacklist: list(props, "table.blacklist"),
+            schema_pattern: text(props, "schema.pattern"),
+            table_types: match list(props, "table.types") {
+                types if types.is_empty() => vec!["TABLE".to_string()],
+                types => types,
+            },
+            query: text(props, "query"),
+            query_suffix: props.get("query.suffix").cloned().unwrap_or_default(),
+            topic_prefix: props
+                .get("topic.prefix")
+                .map(|p| p.trim().to_string())
+                .ok_or_else(|| {
+                    ConnectError::fatal(
+                        "topic.prefix: missing (topics are the prefix and the table's name)",
+                    )
+                })?,
+            poll_interval_ms: parsed(props, "poll.interval.ms", 5000u64)?,
+            batch_max_rows: parsed(props, "batch.max.rows", 100usize)?,
+            table_poll_interval_ms: parsed(props, "table.poll.interval.ms", 60_000u64)?,
+            numeric_mapping: choice(
+                props,
+                "numeric.mapping",
+                if precision_only {
+                    NumericMapping::PrecisionOnly
+                } else {
+                    NumericMapping::None
+                },
+                &[
+                    ("none", NumericMapping::None),
+                    ("precision_only", NumericMapping::PrecisionOnly),
+                    ("best_fit", NumericMapping::BestFit),
+                ],
+            )?,
+            quote_identifiers: choice(
+                props,
+                "quote.sql.identifiers",
+                true,
+                &[("always", true), ("never", false)],
+            )?,
+        };
+        config.check()?;
+        Ok(config)
+    }
+
+    /// What Confluent's connector refuses across properties.
+    fn check(&self) -> Result<()> {
+        if self.batch_max_rows == 0 {
+            return Err(ConnectError::fatal("batch.max.rows: must be at least 1"));
+        }
+        if self.poll_interval_ms == 0 || self.table_poll_interval_ms == 0 {
+            return Err(ConnectError::fatal(
+                "poll.interval.ms: poll.interval.ms and table.poll.interval.ms must be at least 1",
+            ));
+        }
+        if self.delay_ms < 0 {
+            return Err(ConnectError::fatal(
+                "timestamp.delay.interval.ms: must not be negative",
+            ));
+        }
+        if !self.whitelist.is_empty() && !self.blacklist.is_empty() {
+            return Err(ConnectError::fatal(
+                "table.whitelist: table.whitelist and table.blacklist cannot both be set",
+            ));
+        }
+        if self.query.is_some() && !(self.whitelist.is_empty() && self.blacklist.is_empty()) {
+            return Err(ConnectError::fatal(
+                "query: a query copies its result, not tables: leave table.whitelist and table.blacklist empty",
+            ));
+        }
+        if self.mode.timestamps() && self.timestamp_columns.is_empty() {
+            return Err(ConnectError::fatal(
+                "timestamp.column.name: needed by mode=timestamp and mode=timestamp+incrementing",
+            ));
+        }
+        if self.mode.incrementing() && self.query.is_some() && self.incrementing_column.is_none() {
+            return Err(ConnectError::fatal(
+                "incrementing.column.name: needed with a query (a table's serial column is found on its own)",
+            ));
+        }
+        if self.query.is_some() && self.topic_prefix.is_empty() {
+            return Err(ConnectError::fatal(
+                "topic.prefix: with a query, the prefix is the topic and cannot be empty",
+            ));
+        }
+        Ok(())
+    }
+
+    /// Whether a table is to be copied: named by the whitelist (by name or schema.name), or
+    /// not named by the blacklist. The sink's offsets table never is.
+    pub fn wants(&self, t: &TableId) -> bool {
+        if t.table == crate::dialect::OFFSETS_TABLE {
+            return false;
+        }
+        let named = |names: &[String]| {
+            names.iter().any(|n| {
+                *n == t.table
+                    || t.schema
+                        .as_ref()
+                        .is_some_and(|s| *n == format!("{s}.{}", t.table))
+            })
+        };
+        if !self.whitelist.is_empty() {
+            named(&self.whitelist)
+        } else {
+            !named(&self.blacklist)
+        }
+    }
+
+    /// The topic of a table's rows (the query's: the prefix).
+    pub fn topic_of(&self, table: Option<&TableId>) -> String {
+        match table {
+            Some(t) => format!("{}{}", self.topic_prefix, t.table),
+            None => self.topic_prefix.clone(),
+        }
     }
 }
 

@@ -12,19 +12,19 @@
 //! bad ones are reported (to the DLQ, with PostgreSQL's message) and the rest commit.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::time::Duration;
 
 use async_trait::async_trait;
 use ferry_connect::task::{Connector, ErrantRecordReporter, Props};
 use ferry_connect::{ConnectError, Result, SinkRecord, SinkTask, SinkTaskContext, TopicPartition};
 use tokio_postgres::error::SqlState;
 use tokio_postgres::types::ToSql;
-use tokio_postgres::{Client, NoTls};
+use tokio_postgres::Client;
 use tracing::{debug, info, warn};
 
 use crate::bind::Param;
-use crate::config::{Connection, JdbcSinkConfig};
+use crate::config::JdbcSinkConfig;
 use crate::dialect::{self, Dialect, TableId};
+use crate::pg::{classify, connect, describe, lost};
 use crate::row::{row_of, Row};
 
 pub struct JdbcSinkConnector {
@@ -45,76 +45,6 @@ impl Connector for JdbcSinkConnector {
     fn task_configs(&self, max_tasks: usize) -> Result<Vec<Props>> {
         Ok(vec![self.props.clone(); max_tasks.max(1)])
     }
-}
-
-/// A PostgreSQL error as a Connect error of the right class; the message has the server's
-/// text and SQLSTATE, never the connection's password.
-pub fn classify(what: &str, e: &tokio_postgres::Error) -> ConnectError {
-    let message = match e.as_db_error() {
-        Some(db) => format!(
-            "{what}: {}: {} (SQLSTATE {})",
-            db.severity(),
-            db.message(),
-            db.code().code()
-        ),
-        None => format!("{what}: {e}"),
-    };
-    match e.code().map(SqlState::code) {
-        // No code: the connection itself (refused, reset, closed).
-        None => ConnectError::retriable(message),
-        Some(code) if retriable_state(code) => ConnectError::retriable(message),
-        Some(code) if code.starts_with("22") || code.starts_with("23") => {
-            ConnectError::data(message)
-        }
-        Some(_) => ConnectError::fatal(message),
-    }
-}
-
-/// Connection exceptions, insufficient resources, operator intervention (shutdowns),
-/// transaction rollbacks (serialization, deadlock) and lock timeouts pass.
-fn retriable_state(code: &str) -> bool {
-    ["08", "53", "57", "40"].iter().any(|c| code.starts_with(c)) || code == "55P03"
-}
-
-/// Whether an error leaves the connection unusable.
-fn lost(e: &tokio_postgres::Error) -> bool {
-    e.is_closed()
-        || e.code().is_none()
-        || e.code()
-            .is_some_and(|c| c.code().starts_with("08") || c.code().starts_with("57"))
-}
-
-async fn connect(c: &Connection) -> Result<Client> {
-    let mut config = tokio_postgres::Config::new();
-    for (host, port) in &c.hosts {
-        config.host(host).port(*port);
-    }
-    config
-        .dbname(&c.database)
-        .application_name("ferry-jdbc-sink")
-        .connect_timeout(Duration::from_secs(10));
-    if let Some(user) = &c.user {
-        config.user(user);
-    }
-    if let Some(password) = c.password() {
-        config.password(password);
-    }
-    let (client, connection) = config
-        .connect(NoTls)
-        .await
-        .map_err(|e| classify(&format!("connect to {}", describe(c)), &e))?;
-    tokio::spawn(async move {
-        if let Err(e) = connection.await {
-            debug!(error = %e, "PostgreSQL connection ended");
-        }
-    });
-    Ok(client)
-}
-
-/// host:port/database, for messages (no credentials).
-fn describe(c: &Connection) -> String {
-    let hosts: Vec<String> = c.hosts.iter().map(|(h, p)| format!("{h}:{p}")).collect();
-    format!("{}/{}", hosts.join(","), c.database)
 }
 
 pub struct JdbcSinkTask {
@@ -157,7 +87,7 @@ impl JdbcSinkTask {
         }
         if self.client.is_none() {
             let (config, _) = self.parts()?;
-            let client = connect(&config.connection).await?;
+            let client = connect(&config.connection, "ferry-jdbc-sink").await?;
             if let Err(e) = client.batch_execute(&dialect::create_offsets_table()).await {
                 // Tasks starting together race to create it: PostgreSQL's CREATE TABLE IF
                 // NOT EXISTS then fails on its catalog's unique index, or finds it made.
@@ -583,23 +513,5 @@ impl SinkTask for JdbcSinkTask {
     async fn stop(&mut self) -> Result<()> {
         self.client = None;
         Ok(())
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn sqlstates_that_pass_are_retried() {
-        for code in [
-            "08006", "08001", "53300", "57P01", "40001", "40P01", "55P03",
-        ] {
-            assert!(retriable_state(code), "{code}");
-        }
-        // Data and integrity errors belong to a record; the rest are the config's or schema's.
-        for code in ["22001", "23505", "42703", "42P01", "28P01"] {
-            assert!(!retriable_state(code), "{code}");
-        }
     }
 }

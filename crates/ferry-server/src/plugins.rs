@@ -10,5 +10,6 @@ pub fn plugins() -> Vec<PluginDesc> {
         ferry_connector_hdfs::sink_plugin(),
         ferry_connector_hdfs::hdfs3_sink_plugin(),
         ferry_connector_jdbc::sink_plugin(),
+        ferry_connector_jdbc::source_plugin(),
     ]
 }

@@ -1,38 +1,75 @@
 //! The connector instance: it turns the connector config into task configs (Kafka Connect's
-//! `taskConfigs(maxTasks)`) and reports the connector's status.
+//! `taskConfigs(maxTasks)`), generates them again when the connector asks (Kafka Connect's
+//! `requestTaskReconfiguration`: a table was created, say), and reports the connector's status.
 
 use ferry_connect::config::parsed;
+use ferry_connect::task::Connector;
 use ferry_meta::state::{Command, TargetState};
 use tokio::sync::watch;
 use tracing::info;
 
 use crate::unit::{stopped, Failure, UnitCtx};
 
-async fn generate_task_configs(ctx: &UnitCtx) -> Result<(), Failure> {
-    let current = {
+/// Write the connector's task configs unless they are current: generated from this config
+/// version already or, when the connector asked for new ones, the same as those stored.
+async fn put_task_configs(
+    ctx: &UnitCtx,
+    connector: &dyn Connector,
+    asked: bool,
+) -> Result<(), Failure> {
+    let stored = {
         let applied = ctx.node.state().read();
-        applied
-            .state
-            .connectors
-            .get(&ctx.name)
-            .map(|c| c.tasks_version == ctx.version && !c.tasks.is_empty())
+        applied.state.connectors.get(&ctx.name).map(|c| {
+            let generated = c.tasks_version == ctx.version;
+            (
+                generated && !c.tasks.is_empty(),
+                generated.then(|| c.tasks.clone()),
+            )
+        })
     };
-    match current {
-        None => return Err(Failure::Fenced),
-        Some(true) => return Ok(()),
-        Some(false) => {}
+    let (current, tasks) = stored.ok_or(Failure::Fenced)?;
+    if current && !asked {
+        return Ok(());
     }
     let max_tasks = parsed(&ctx.connector_config, "tasks.max", 1usize)?.max(1);
-    let connector = (ctx.plugin.connector)(&ctx.connector_config)?;
-    let configs = connector.task_configs(max_tasks)?;
+    let configs: Vec<ferry_meta::ConfigMap> = connector
+        .task_configs(max_tasks)?
+        .into_iter()
+        .map(ferry_meta::ConfigMap)
+        .collect();
+    if tasks.as_ref() == Some(&configs) && !configs.is_empty() {
+        return Ok(());
+    }
     info!(connector = %ctx.name, tasks = configs.len(), version = ctx.version, "task configs");
     ctx.write(Command::PutTaskConfigs {
         name: ctx.name.clone(),
         version: ctx.version,
-        configs: configs.into_iter().map(ferry_meta::ConfigMap).collect(),
+        configs,
     })
     .await
     .map(|_| ())
+}
+
+/// The connector, built and started on first use.
+async fn started<'a>(
+    ctx: &UnitCtx,
+    connector: &'a mut Option<Box<dyn Connector>>,
+) -> Result<&'a dyn Connector, Failure> {
+    if connector.is_none() {
+        let mut built = (ctx.plugin.connector)(&ctx.connector_config)?;
+        built.start().await?;
+        *connector = Some(built);
+    }
+    let connector: &'a Option<Box<dyn Connector>> = connector;
+    connector.as_deref().ok_or(Failure::Stopped)
+}
+
+/// Until the connector asks for new task configs (never, before it is started).
+async fn reconfiguration(connector: &mut Option<Box<dyn Connector>>) -> ferry_connect::Result<()> {
+    match connector {
+        Some(c) => c.reconfigure().await,
+        None => std::future::pending().await,
+    }
 }
 
 /// Run the connector instance until `stop`, following its target state.
@@ -41,13 +78,20 @@ pub async fn run(
     mut control: watch::Receiver<TargetState>,
     mut stop: watch::Receiver<bool>,
 ) {
+    let mut connector: Option<Box<dyn Connector>> = None;
+    let mut asked = false;
     loop {
         let target = *control.borrow_and_update();
         let step = async {
             if target != TargetState::Stopped {
-                generate_task_configs(&ctx).await?;
+                let c = started(&ctx, &mut connector).await?;
+                put_task_configs(&ctx, c, asked).await?;
             }
-            ctx.report_target(target).await
+            if asked {
+                Ok(())
+            } else {
+                ctx.report_target(target).await
+            }
         };
         match step.await {
             Ok(()) => {}
@@ -57,9 +101,20 @@ pub async fn run(
                 return;
             }
         }
+        asked = false;
         tokio::select! {
             changed = control.changed() => if changed.is_err() { return },
             _ = stopped(&mut stop) => return,
+            asking = reconfiguration(&mut connector) => match asking {
+                Ok(()) => {
+                    info!(connector = %ctx.name, "the connector asks for new task configs");
+                    asked = true;
+                }
+                Err(e) => {
+                    ctx.report_failure(&e).await;
+                    return;
+                }
+            },
         }
     }
 }

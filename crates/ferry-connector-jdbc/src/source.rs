@@ -1,0 +1,849 @@
+//! `io.confluent.connect.jdbc.JdbcSourceConnector` for PostgreSQL. The connector lists the
+//! tables to copy (`table.whitelist`, `table.blacklist`, `schema.pattern`, `table.types`),
+//! spreads them over `tasks.max` tasks in contiguous groups as Kafka Connect does, and lists
+//! them again every `table.poll.interval.ms`: a new or dropped table gives new task configs.
+//! With `query`, one task copies the query's result.
+//!
+//! A task queries each of its tables every `poll.interval.ms` (the table whose turn came
+//! first; a table with more rows is read to the end before the next), returns at most
+//! `batch.max.rows` rows per poll, as records of a struct named after the table to the topic
+//! `topic.prefix` + table, with Confluent's source partition (`{"protocol": "1", "table":
+//! "db.schema.table"}`) and offsets (see [`crate::query`]). Offsets commit through the runtime
+//! into Raft once the records are delivered, so a restarted or moved task starts after the
+//! last committed row: it never skips one, and repeats at most what was delivered after the
+//! last commit. A lost connection is logged and the table queried again after
+//! `poll.interval.ms`, from the last row returned; any other database error fails the task.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::error::Error;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use bytes::{BufMut, BytesMut};
+use ferry_connect::record::SourceMap;
+use ferry_connect::task::{Connector, Props};
+use ferry_connect::{
+    ConnectError, Result, Schema, SourceRecord, SourceTask, SourceTaskContext, Struct, Value,
+};
+use futures::StreamExt;
+use postgres_types::{to_sql_checked, FromSql, IsNull, ToSql, Type};
+use tokio::time::Instant;
+use tokio_postgres::{Client, RowStream};
+use tracing::{debug, info, warn};
+
+use crate::bind::Param;
+use crate::column::{
+    integer, kind_of, row_schema, timestamp_micros, Kind, SourceColumn, PG_EPOCH_MICROS,
+};
+use crate::config::{JdbcSourceConfig, TABLES};
+use crate::dialect::{Dialect, TableId};
+use crate::pg::{classify, connect, describe};
+use crate::query::{offsets, Bound, Criteria, Key, Offset};
+
+/// The longest a `poll` waits for a table's turn before returning nothing.
+const IDLE_WAIT: Duration = Duration::from_secs(1);
+
+const APPLICATION: &str = "ferry-jdbc-source";
+
+/// The alias of a query in the statements that read it.
+const QUERY_ALIAS: &str = "ferry_query";
+
+/// The relation kinds of `table.types`.
+fn relkinds(types: &[String]) -> Vec<String> {
+    let mut kinds = Vec::new();
+    for t in types {
+        let of: &[&str] = match t.to_ascii_uppercase().as_str() {
+            "TABLE" => &["r", "p"],
+            "PARTITIONED TABLE" => &["p"],
+            "VIEW" => &["v"],
+            "MATERIALIZED VIEW" => &["m"],
+            _ => &[],
+        };
+        kinds.extend(of.iter().map(|k| k.to_string()));
+    }
+    kinds.sort();
+    kinds.dedup();
+    kinds
+}
+
+/// The tables of the database the config copies, in name order.
+async fn list_tables(client: &Client, config: &JdbcSourceConfig) -> Result<Vec<TableId>> {
+    let rows = client
+        .query(
+            "SELECT n.nspname::text, c.relname::text FROM pg_class c \
+             JOIN pg_namespace n ON n.oid = c.relnamespace \
+             WHERE c.relkind::text = ANY($1) AND n.nspname LIKE $2 \
+             AND n.nspname NOT IN ('pg_catalog', 'information_schema') \
+             AND n.nspname NOT LIKE 'pg\\_toast%' AND n.nspname NOT LIKE 'pg\\_temp%' \
+             ORDER BY 1, 2",
+            &[
+                &relkinds(&config.table_types),
+                &config.schema_pattern.as_deref().unwrap_or("%"),
+            ],
+        )
+        .await
+        .map_err(|e| classify("list the tables", &e))?;
+    let mut tables = Vec::new();
+    for row in rows {
+        let t = TableId {
+            schema: Some(
+                row.try_get(0)
+                    .map_err(|e| classify("list the tables", &e))?,
+            ),
+            table: row
+                .try_get(1)
+                .map_err(|e| classify("list the tables", &e))?,
+        };
+        if config.wants(&t) {
+            tables.push(t);
+        }
+    }
+    Ok(tables)
+}
+
+/// `a.b` of a table, for logs and messages.
+fn name_of(t: &TableId) -> String {
+    match &t.schema {
+        Some(s) => format!("{s}.{}", t.table),
+        None => t.table.clone(),
+    }
+}
+
+/// Kafka Connect's `ConnectorUtils.groupPartitions`: `groups` contiguous groups, the first
+/// ones one longer when the items do not divide evenly.
+pub fn group<T: Clone>(items: &[T], groups: usize) -> Vec<Vec<T>> {
+    let groups = groups.clamp(1, items.len().max(1));
+    let per = items.len() / groups;
+    let longer = items.len() % groups;
+    let mut out = Vec::with_capacity(groups);
+    let mut at = 0;
+    for g in 0..groups {
+        let size = per + usize::from(g < longer);
+        out.push(items[at..at + size].to_vec());
+        at += size;
+    }
+    out
+}
+
+pub struct JdbcSourceConnector {
+    props: Props,
+    config: JdbcSourceConfig,
+    tables: Vec<TableId>,
+}
+
+impl JdbcSourceConnector {
+    pub fn build(props: &Props) -> Result<Box<dyn Connector>> {
+        Ok(Box::new(JdbcSourceConnector {
+            props: props.clone(),
+            config: JdbcSourceConfig::parse(props)?,
+            tables: Vec::new(),
+        }))
+    }
+
+    async fn tables_now(&self) -> Result<Vec<TableId>> {
+        let client = connect(&self.config.connection, APPLICATION).await?;
+        list_tables(&client, &self.config).await
+    }
+}
+
+#[async_trait]
+impl Connector for JdbcSourceConnector {
+    /// List the tables (a query has none), trying `connection.attempts` times.
+    async fn start(&mut self) -> Result<()> {
+        if self.config.query.is_some() {
+            return Ok(());
+        }
+        let attempts: u32 = ferry_connect::config::parsed(&self.props, "connection.attempts", 3)?;
+        let backoff: u64 =
+            ferry_connect::config::parsed(&self.props, "connection.backoff.ms", 10_000)?;
+        let mut attempt = 1;
+        let tables = loop {
+            match self.tables_now().await {
+                Ok(tables) => break tables,
+                Err(e) if e.is_retriable() && attempt < attempts.max(1) => {
+                    warn!(attempt, error = %e.message, "cannot list the tables; trying again");
+                    attempt += 1;
+                    tokio::time::sleep(Duration::from_millis(backoff)).await;
+                }
+                Err(e) => return Err(e),
+            }
+        };
+        let names: Vec<String> = tables.iter().map(name_of).collect();
+        info!(database = %describe(&self.config.connection), tables = ?names, "tables to copy");
+        if tables.is_empty() {
+            warn!("no table to copy yet: the tables are listed again every table.poll.interval.ms");
+        }
+        self.tables = tables;
+        Ok(())
+    }
+
+    fn task_configs(&self, max_tasks: usize) -> Result<Vec<Props>> {
+        if self.config.query.is_some() {
+            return Ok(vec![self.props.clone()]);
+        }
+        if self.tables.is_empty() {
+            return Ok(Vec::new());
+        }
+        group(&self.tables, max_tasks)
+            .into_iter()
+            .map(|tables| {
+                let pairs: Vec<(String, String)> = tables
+                    .into_iter()
+                    .map(|t| (t.schema.unwrap_or_default(), t.table))
+                    .collect();
+                let mut props = self.props.clone();
+                let json = serde_json::to_string(&pairs)
+                    .map_err(|e| ConnectError::fatal(format!("cannot write {TABLES}: {e}")))?;
+                props.insert(TABLES.to_string(), json);
+                Ok(props)
+            })
+            .collect()
+    }
+
+    /// Every `table.poll.interval.ms`, list the tables again; return when they changed.
+    async fn reconfigure(&mut self) -> Result<()> {
+        if self.config.query.is_some() {
+            return std::future::pending().await;
+        }
+        loop {
+            tokio::time::sleep(Duration::from_millis(self.config.table_poll_interval_ms)).await;
+            match self.tables_now().await {
+                Ok(tables) if tables != self.tables => {
+                    let names: Vec<String> = tables.iter().map(name_of).collect();
+                    info!(tables = ?names, "the tables to copy changed");
+                    self.tables = tables;
+                    return Ok(());
+                }
+                Ok(_) => debug!("the tables to copy are the same"),
+                Err(e) => warn!(error = %e.message, "cannot list the tables; trying again later"),
+            }
+        }
+    }
+}
+
+/// One table of a task (or the query), and where it has been read up to.
+struct Querier {
+    table: Option<TableId>,
+    topic: String,
+    partition: SourceMap,
+    offset: Offset,
+    /// Whether `timestamp.initial` was applied (once, without a committed offset).
+    started: bool,
+    next_run: Instant,
+}
+
+impl Querier {
+    fn label(&self) -> String {
+        match &self.table {
+            Some(t) => name_of(t),
+            None => "the query".to_string(),
+        }
+    }
+}
+
+/// A result being read: its columns and where offsets come from.
+struct Reading {
+    querier: usize,
+    stream: Pin<Box<RowStream>>,
+    columns: Vec<SourceColumn>,
+    incrementing: Option<usize>,
+    timestamps: Vec<usize>,
+    /// The row schema when no column's schema depends on its value.
+    schema: Option<Arc<Schema>>,
+    /// The row read after the last one returned.
+    lookahead: Option<(Vec<Value>, Key)>,
+}
+
+/// A value's bytes as the server sent them, whatever the type.
+struct Raw<'a>(&'a [u8]);
+
+impl<'a> FromSql<'a> for Raw<'a> {
+    fn from_sql(
+        _: &Type,
+        raw: &'a [u8],
+    ) -> std::result::Result<Self, Box<dyn Error + Sync + Send>> {
+        Ok(Raw(raw))
+    }
+
+    fn accepts(_: &Type) -> bool {
+        true
+    }
+}
+
+/// A query bound: integers narrowed to their column's type, timestamps in microseconds.
+#[derive(Debug)]
+struct BoundParam(Bound);
+
+impl ToSql for BoundParam {
+    fn to_sql(
+        &self,
+        ty: &Type,
+        out: &mut BytesMut,
+    ) -> std::result::Result<IsNull, Box<dyn Error + Sync + Send>> {
+        match self.0 {
+            Bound::Int(i) => Param {
+                column: "incrementing.column.name",
+                value: &Value::Int64(i),
+            }
+            .to_sql(ty, out),
+            Bound::Timestamp(micros) => match *ty {
+                Type::TIMESTAMP | Type::TIMESTAMPTZ => {
+                    out.put_i64(micros - PG_EPOCH_MICROS);
+                    Ok(IsNull::No)
+                }
+                _ => Err(format!(
+                    "timestamp.column.name: a {} column is not a timestamp",
+                    ty.name()
+                )
+                .into()),
+            },
+        }
+    }
+
+    fn accepts(_: &Type) -> bool {
+        true
+    }
+
+    to_sql_checked!();
+}
+
+pub struct JdbcSourceTask {
+    config: JdbcSourceConfig,
+    dialect: Dialect,
+    queriers: Vec<Querier>,
+    client: Option<Client>,
+    reading: Option<Reading>,
+}
+
+impl JdbcSourceTask {
+    pub fn build(props: &Props) -> Result<Box<dyn SourceTask>> {
+        let config = JdbcSourceConfig::parse(props)?;
+        let tables: Vec<Option<TableId>> = match (&config.query, props.get(TABLES)) {
+            (Some(_), _) => vec![None],
+            (None, Some(json)) => {
+                let pairs: Vec<(String, String)> = serde_json::from_str(json).map_err(|e| {
+                    ConnectError::fatal(format!("{TABLES}: not a list of tables: {e}"))
+                })?;
+                pairs
+                    .into_iter()
+                    .map(|(schema, table)| {
+                        Some(TableId {
+                            schema: (!schema.is_empty()).then_some(schema),
+                            table,
+                        })
+                    })
+                    .collect()
+            }
+            (None, None) => {
+                return Err(ConnectError::fatal(format!(
+                    "{TABLES}: a JDBC source task needs its tables (given by the connector)"
+                )))
+            }
+        };
+        let database = config.connection.database.clone();
+        let queriers = tables
+            .into_iter()
+            .map(|table| {
+                let partition: SourceMap = match &table {
+                    Some(t) => BTreeMap::from([
+                        ("protocol".to_string(), serde_json::json!("1")),
+                        (
+                            "table".to_string(),
+                            serde_json::json!(format!("{database}.{}", name_of(t))),
+                        ),
+                    ]),
+                    None => BTreeMap::from([("query".to_string(), serde_json::json!("query"))]),
+                };
+                Querier {
+                    topic: config.topic_of(table.as_ref()),
+                    table,
+                    partition,
+                    offset: Offset::default(),
+                    started: false,
+                    next_run: Instant::now(),
+                }
+            })
+            .collect();
+        Ok(Box::new(JdbcSourceTask {
+            dialect: Dialect {
+                quote: config.quote_identifiers,
+            },
+            config,
+            queriers,
+            client: None,
+            reading: None,
+        }))
+    }
+
+    async fn client(&mut self) -> Result<&Client> {
+        if self.client.as_ref().is_some_and(Client::is_closed) {
+            self.client = None;
+        }
+        if self.client.is_none() {
+            let client = connect(&self.config.connection, APPLICATION).await?;
+            info!(database = %describe(&self.config.connection), "connected");
+            self.client = Some(client);
+        }
+        self.client
+            .as_ref()
+            .ok_or_else(|| ConnectError::fatal("no PostgreSQL connection"))
+    }
+
+    /// `FROM` of a querier: the table, or the query as a subquery.
+    fn from(&self, q: &Querier) -> String {
+        match (&q.table, &self.config.query) {
+            (Some(t), _) => self.dialect.table(t),
+            (None, Some(query)) => format!("({query}) AS {}", self.dialect.ident(QUERY_ALIAS)),
+            (None, None) => String::new(),
+        }
+    }
+
+    /// The columns of a querier's rows, with their nullability, and its serial column.
+    async fn describe_columns(&mut self, i: usize) -> Result<(Vec<SourceColumn>, Option<String>)> {
+        let from = self.from(&self.queriers[i]);
+        let label = self.queriers[i].label();
+        let mapping = self.config.numeric_mapping;
+        let find_serial =
+            self.queriers[i].table.is_some() && self.config.incrementing_column.is_none();
+        let client = self.client().await?;
+        let probe = client
+            .prepare(&format!("SELECT * FROM {from}"))
+            .await
+            .map_err(|e| classify(&format!("read the columns of {label}"), &e))?;
+        let oids: Vec<u32> = probe
+            .columns()
+            .iter()
+            .filter_map(|c| c.table_oid())
+            .filter(|o| *o != 0)
+            .collect::<HashSet<u32>>()
+            .into_iter()
+            .collect();
+        let what = format!("read the nullability of the columns of {label}");
+        let not_null: HashMap<(u32, i16), bool> = client
+            .query(
+                "SELECT attrelid, attnum, attnotnull FROM pg_attribute \
+                 WHERE attrelid = ANY($1) AND attnum > 0",
+                &[&oids],
+            )
+            .await
+            .map_err(|e| classify(&what, &e))?
+            .iter()
+            .map(|r| Ok(((r.try_get(0)?, r.try_get(1)?), r.try_get(2)?)))
+            .collect::<std::result::Result<_, tokio_postgres::Error>>()
+            .map_err(|e| classify(&what, &e))?;
+        let mut seen = HashSet::new();
+        let mut columns = Vec::new();
+        for c in probe.columns() {
+            if !seen.insert(c.name().to_string()) {
+                return Err(ConnectError::fatal(format!(
+                    "{label} has two columns named {}: give them different names",
+                    c.name()
+                )));
+            }
+            let required = match (c.table_oid(), c.column_id()) {
+                (Some(oid), Some(id)) => not_null.get(&(oid, id)).copied().unwrap_or(false),
+                _ => false,
+            };
+            columns.push(SourceColumn {
+                name: c.name().to_string(),
+                kind: kind_of(c.type_(), c.type_modifier(), mapping),
+                optional: !required,
+            });
+        }
+        let serial = match probe.columns().first() {
+            Some(first) if find_serial => {
+                let what = format!("find the serial column of {label}");
+                client
+                    .query_opt(
+                        "SELECT a.attname::text FROM pg_attribute a \
+                         LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum \
+                         WHERE a.attrelid = $1 AND a.attnum > 0 AND NOT a.attisdropped \
+                         AND (a.attidentity <> '' OR pg_get_expr(d.adbin, d.adrelid) LIKE 'nextval(%') \
+                         ORDER BY a.attnum LIMIT 1",
+                        &[&first.table_oid().unwrap_or(0)],
+                    )
+                    .await
+                    .map_err(|e| classify(&what, &e))?
+                    .map(|r| r.try_get::<_, String>(0))
+                    .transpose()
+                    .map_err(|e| classify(&what, &e))?
+            }
+            _ => None,
+        };
+        Ok((columns, serial))
+    }
+
+    /// Start reading the new rows of querier `i`.
+    async fn start_query(&mut self, i: usize) -> Result<()> {
+        let (columns, serial) = self.describe_columns(i).await?;
+        let label = self.queriers[i].label();
+        let mode = self.config.mode;
+        let index = |name: &str| columns.iter().position(|c| c.name == name);
+        let incrementing_name = self.config.incrementing_column.clone().or(serial);
+        let incrementing = if mode.incrementing() {
+            let name = incrementing_name.as_deref().ok_or_else(|| {
+                ConnectError::fatal(format!(
+                    "incrementing.column.name: {label} has no serial or identity column: name the incrementing column"
+                ))
+            })?;
+            let at = index(name).ok_or_else(|| {
+                ConnectError::fatal(format!(
+                    "incrementing.column.name: {label} has no column {name}"
+                ))
+            })?;
+            let c = &columns[at];
+            let whole = matches!(
+                c.kind,
+                Kind::Int16
+                    | Kind::Int32
+                    | Kind::Int64
+                    | Kind::Oid
+                    | Kind::NumericInt(_)
+                    | Kind::Decimal(Some(0))
+            );
+            if !whole {
+                return Err(ConnectError::fatal(format!(
+                    "incrementing.column.name: column {name} of {label} is not an integer column"
+                )));
+            }
+            if self.config.validate_non_null && c.optional && self.queriers[i].table.is_some() {
+                return Err(ConnectError::fatal(format!(
+                    "incrementing.column.name: column {name} of {label} is nullable: rows with nulls would never be read (make it NOT NULL, or set validate.non.null=false)"
+                )));
+            }
+            Some(at)
+        } else {
+            None
+        };
+        let mut timestamps = Vec::new();
+        if mode.timestamps() {
+            for name in &self.config.timestamp_columns {
+                let at = index(name).ok_or_else(|| {
+                    ConnectError::fatal(format!(
+                        "timestamp.column.name: {label} has no column {name}"
+                    ))
+                })?;
+                if columns[at].kind != Kind::Timestamp {
+                    return Err(ConnectError::fatal(format!(
+                        "timestamp.column.name: column {name} of {label} is not a timestamp column"
+                    )));
+                }
+                timestamps.push(at);
+            }
+            let all_nullable = timestamps.iter().all(|t| columns[*t].optional);
+            if self.config.validate_non_null && all_nullable && self.queriers[i].table.is_some() {
+                return Err(ConnectError::fatal(format!(
+                    "timestamp.column.name: the timestamp columns of {label} are all nullable: rows with nulls would never be read (make one NOT NULL, or set validate.non.null=false)"
+                )));
+            }
+        }
+        let select_list = if columns.iter().any(|c| c.kind == Kind::Cast) {
+            columns
+                .iter()
+                .map(|c| {
+                    let id = self.dialect.ident(&c.name);
+                    if c.kind == Kind::Cast {
+                        format!("{id}::text AS {id}")
+                    } else {
+                        id
+                    }
+                })
+                .collect::<Vec<_>>()
+                .join(", ")
+        } else {
+            "*".to_string()
+        };
+        let upper = if mode.timestamps() || self.needs_initial(i) {
+            Some(self.database_now().await?)
+        } else {
+            None
+        };
+        if self.needs_initial(i) {
+            if let (Some(initial), Some(now)) = (self.config.timestamp_initial, upper) {
+                self.queriers[i].offset.timestamp =
+                    Some(if initial == -1 { now } else { initial * 1000 });
+            }
+        }
+        self.queriers[i].started = true;
+        let upper = upper
+            .filter(|_| mode.timestamps())
+            .map(|now| now - self.config.delay_ms * 1000);
+        let criteria = Criteria {
+            mode,
+            incrementing: incrementing_name.as_deref().filter(|_| mode.incrementing()),
+            timestamps: &self.config.timestamp_columns,
+        };
+        let from = self.from(&self.queriers[i]);
+        let (sql, bounds) = criteria.select(
+            &self.dialect,
+            &select_list,
+            &from,
+            &self.queriers[i].offset,
+            upper,
+            &self.config.query_suffix,
+        );
+        debug!(querier = %label, sql = %sql, ?bounds, "querying");
+        let params: Vec<BoundParam> = bounds.into_iter().map(BoundParam).collect();
+        let client = self.client().await?;
+        let stream = client
+            .query_raw(&sql, params.iter().map(|p| p as &dyn ToSql))
+            .await
+            .map_err(|e| classify(&format!("query {label}"), &e))?;
+        let schema = (!columns.iter().any(SourceColumn::varies)).then(|| {
+            let nulls = vec![Value::Null; columns.len()];
+            row_schema(
+                self.queriers[i].table.as_ref().map(|t| t.table.as_str()),
+                &columns,
+                &nulls,
+            )
+        });
+        self.reading = Some(Reading {
+            querier: i,
+            stream: Box::pin(stream),
+            columns,
+            incrementing,
+            timestamps,
+            schema,
+            lookahead: None,
+        });
+        Ok(())
+    }
+
+    fn needs_initial(&self, i: usize) -> bool {
+        let q = &self.queriers[i];
+        !q.started
+            && self.config.mode.timestamps()
+            && self.config.timestamp_initial.is_some()
+            && q.offset.timestamp.is_none()
+    }
+
+    /// The database's clock, in microseconds since the epoch.
+    async fn database_now(&mut self) -> Result<i64> {
+        let client = self.client().await?;
+        let row = client
+            .query_one("SELECT CURRENT_TIMESTAMP", &[])
+            .await
+            .map_err(|e| classify("read the database's time", &e))?;
+        let raw: Raw = row
+            .try_get(0)
+            .map_err(|e| classify("read the database's time", &e))?;
+        timestamp_micros(raw.0).map_err(ConnectError::fatal)
+    }
+
+    /// Up to `batch.max.rows` records of the result being read.
+    async fn read_batch(&mut self) -> Result<Vec<SourceRecord>> {
+        let max = self.config.batch_max_rows;
+        let mode = self.config.mode;
+        let poll_interval = Duration::from_millis(self.config.poll_interval_ms);
+        let Some(reading) = self.reading.as_mut() else {
+            return Ok(Vec::new());
+        };
+        let label = self.queriers[reading.querier].label();
+        let mut rows: Vec<(Vec<Value>, Key)> = reading.lookahead.take().into_iter().collect();
+        let mut exhausted = false;
+        while rows.len() <= max {
+            match reading.stream.next().await {
+                Some(Ok(row)) => rows.push(decode_row(reading, &row, &label)?),
+                Some(Err(e)) => return Err(classify(&format!("read {label}"), &e)),
+                None => {
+                    exhausted = true;
+                    break;
+                }
+            }
+        }
+        let following = if rows.len() > max { rows.pop() } else { None };
+        let querier = &mut self.queriers[reading.querier];
+        let keys: Vec<Key> = rows.iter().map(|(_, k)| *k).collect();
+        let positions = offsets(
+            mode,
+            &querier.offset,
+            &keys,
+            following.as_ref().map(|(_, k)| k),
+        );
+        let table_name = querier.table.as_ref().map(|t| t.table.clone());
+        let mut records = Vec::with_capacity(rows.len());
+        for ((values, _), offset) in rows.into_iter().zip(&positions) {
+            let schema = match &reading.schema {
+                Some(s) => s.clone(),
+                None => row_schema(table_name.as_deref(), &reading.columns, &values),
+            };
+            let value = Struct::of(schema.clone(), values)
+                .map_err(|e| ConnectError::data(format!("a row of {label}: {}", e.message)))?;
+            records.push(SourceRecord {
+                source_partition: querier.partition.clone(),
+                source_offset: offset.to_map(),
+                topic: querier.topic.clone(),
+                partition: None,
+                key_schema: None,
+                key: Value::Null,
+                value_schema: Some(schema),
+                value: Value::Struct(value),
+                timestamp: None,
+                headers: Vec::new(),
+            });
+        }
+        if let Some(last) = positions.last() {
+            querier.offset = *last;
+        }
+        reading.lookahead = following;
+        if exhausted && reading.lookahead.is_none() {
+            querier.next_run = Instant::now() + poll_interval;
+            debug!(querier = %label, "read to the end");
+            self.reading = None;
+        }
+        Ok(records)
+    }
+
+    /// After a lost connection: query this querier again later, from its last row returned.
+    fn lost(&mut self, i: usize, e: &ConnectError) {
+        let q = &mut self.queriers[i];
+        q.next_run = Instant::now() + Duration::from_millis(self.config.poll_interval_ms);
+        warn!(querier = %q.label(), error = %e.message, "reading failed; trying again after poll.interval.ms");
+        self.reading = None;
+        self.client = None;
+    }
+}
+
+/// A row's values and offset key; errors name the table and column.
+fn decode_row(
+    reading: &Reading,
+    row: &tokio_postgres::Row,
+    label: &str,
+) -> Result<(Vec<Value>, Key)> {
+    if row.len() != reading.columns.len() {
+        return Err(ConnectError::retriable(format!(
+            "{label} changed while it was read ({} columns, now {})",
+            reading.columns.len(),
+            row.len()
+        )));
+    }
+    let mut raws = Vec::with_capacity(row.len());
+    for i in 0..row.len() {
+        let raw: Option<Raw> = row
+            .try_get(i)
+            .map_err(|e| classify(&format!("read {label}"), &e))?;
+        raws.push(raw.map(|r| r.0));
+    }
+    let bad = |e: String| ConnectError::data(format!("{label}: {e}"));
+    let mut key = Key::default();
+    if let Some(at) = reading.incrementing {
+        let column = &reading.columns[at];
+        key.incrementing = match raws[at] {
+            Some(raw) => Some(
+                integer(column.kind, raw)
+                    .map_err(|e| bad(format!("column {}: {e}", column.name)))?,
+            ),
+            None => None,
+        };
+    }
+    key.timestamp = match reading
+        .timestamps
+        .iter()
+        .find_map(|t| raws[*t].map(|r| (*t, r)))
+    {
+        Some((at, raw)) => Some(
+            timestamp_micros(raw)
+                .map_err(|e| bad(format!("column {}: {e}", reading.columns[at].name)))?,
+        ),
+        None => None,
+    };
+    let values = reading
+        .columns
+        .iter()
+        .zip(&raws)
+        .map(|(c, raw)| c.decode(*raw).map_err(|e| bad(e.message)))
+        .collect::<Result<Vec<Value>>>()?;
+    Ok((values, key))
+}
+
+#[async_trait]
+impl SourceTask for JdbcSourceTask {
+    /// Each table starts after its committed offset: Ferry's, or one written by Confluent's
+    /// connector under the older partition `{"table": name}`.
+    async fn start(&mut self, context: SourceTaskContext) -> Result<()> {
+        for q in &mut self.queriers {
+            let mut committed = context.offsets.offset(&q.partition);
+            if committed.is_none() {
+                if let Some(t) = &q.table {
+                    let v0 = BTreeMap::from([("table".to_string(), serde_json::json!(t.table))]);
+                    committed = context.offsets.offset(&v0);
+                }
+            }
+            if let Some(map) = committed {
+                q.offset = Offset::from_map(&map)?;
+            }
+            info!(querier = %q.label(), topic = %q.topic, offset = ?q.offset, "starting");
+        }
+        Ok(())
+    }
+
+    async fn poll(&mut self) -> Result<Vec<SourceRecord>> {
+        if self.reading.is_none() {
+            let Some((i, next)) = self
+                .queriers
+                .iter()
+                .enumerate()
+                .map(|(i, q)| (i, q.next_run))
+                .min_by_key(|(_, next)| *next)
+            else {
+                tokio::time::sleep(IDLE_WAIT).await;
+                return Ok(Vec::new());
+            };
+            let now = Instant::now();
+            if next > now {
+                tokio::time::sleep((next - now).min(IDLE_WAIT)).await;
+                return Ok(Vec::new());
+            }
+            match self.start_query(i).await {
+                Ok(()) => {}
+                Err(e) if e.is_retriable() => {
+                    self.lost(i, &e);
+                    return Ok(Vec::new());
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        match self.read_batch().await {
+            Ok(records) => Ok(records),
+            Err(e) if e.is_retriable() => {
+                if let Some(i) = self.reading.as_ref().map(|r| r.querier) {
+                    self.lost(i, &e);
+                }
+                Ok(Vec::new())
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    async fn stop(&mut self) -> Result<()> {
+        self.reading = None;
+        self.client = None;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tables_are_grouped_as_kafka_connect_groups_partitions() {
+        let tables: Vec<u32> = (1..=5).collect();
+        assert_eq!(group(&tables, 2), vec![vec![1, 2, 3], vec![4, 5]]);
+        assert_eq!(
+            group(&tables, 5),
+            vec![vec![1], vec![2], vec![3], vec![4], vec![5]]
+        );
+        // More tasks than tables: one task per table.
+        assert_eq!(group(&tables[..2], 5), vec![vec![1], vec![2]]);
+        assert_eq!(group(&tables, 1), vec![tables.clone()]);
+    }
+
+    #[test]
+    fn table_types_are_relation_kinds() {
+        let kinds = relkinds(&["TABLE".to_string(), "view".to_string()]);
+        assert_eq!(kinds, vec!["p", "r", "v"]);
+    }
+}
