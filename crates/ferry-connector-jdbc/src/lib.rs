@@ -3,7 +3,6 @@
 //! listed again and spread over tasks), the sink's SQL (insert, upsert, update, delete,
 //! auto-create and auto-evolve) and its offsets table, which makes it exactly-once at the
 //! database (DESIGN.md "JDBC sink").
-//!
 pub mod bind;
 pub mod column;
 pub mod config;

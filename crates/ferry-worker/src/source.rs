@@ -80,6 +80,8 @@ impl SourceLoop {
         let mut config = kafka.client_config();
         config
             .set("enable.idempotence", "true")
+            // Keyed records land in the partitions Kafka Connect's (Java) producer picks.
+            .set("partitioner", "murmur2_random")
             // Records without a key or partition are spread over all partitions.
             .set("sticky.partitioning.linger.ms", "0");
         let producer: FutureProducer = config
