@@ -11,6 +11,8 @@ use std::time::{Duration, Instant};
 use ferry_tests::pipeline::{create, started, task_workers};
 use ferry_tests::postgres::Postgres;
 use ferry_tests::{read_topic, say, wait_for, Kafka, Settings};
+use rdkafka::config::ClientConfig;
+use rdkafka::consumer::{BaseConsumer, Consumer};
 use serde_json::Value;
 
 const FLOW: Duration = Duration::from_secs(120);
@@ -367,12 +369,12 @@ fn each_mode_copies_its_rows_with_their_types_and_confluents_offsets() {
 #[test]
 fn a_kill_9_in_the_middle_of_reading_skips_no_row_and_the_repeats_are_counted() {
     let pg = Postgres::start();
-    // 30 000 rows, seven to a timestamp, read five per poll: commits fall inside groups of
+    // 60 000 rows, seven to a timestamp, read five per poll: commits fall inside groups of
     // rows that share their timestamp.
     pg.psql(
         "CREATE TABLE events (id int NOT NULL, at timestamptz NOT NULL, v text);
          INSERT INTO events SELECT g, TIMESTAMPTZ '2022-01-01 00:00:00+00' + (g / 7) * interval '1 millisecond', 'e' || g
-           FROM generate_series(0, 29999) g;",
+           FROM generate_series(0, 59999) g;",
     );
     let kafka = Kafka::start(&[("src_events", 2)]);
     let settings = Settings {
@@ -412,13 +414,34 @@ fn a_kill_9_in_the_middle_of_reading_skips_no_row_and_the_repeats_are_counted() 
         .find(|n| n.api == worker)
         .map(|n| n.id)
         .expect("the task's node");
+    // Watch the topic's end offsets (a Kafka client's metadata, fast) and kill as soon as
+    // the task is well under way.
+    let watcher: BaseConsumer = ClientConfig::new()
+        .set("bootstrap.servers", &kafka.bootstrap)
+        .create()
+        .expect("a consumer");
+    let produced = || -> i64 {
+        (0..2)
+            .filter_map(|p| {
+                watcher
+                    .fetch_watermarks("src_events", p, Duration::from_secs(5))
+                    .ok()
+            })
+            .map(|(_, high)| high)
+            .sum()
+    };
     wait_for("the first records", FLOW, || {
-        (read_topic(&kafka, "src_events", 1000).len() >= 1000).then_some(())
+        (produced() >= 10_000).then_some(())
     });
     cluster.kill9(victim);
     let killed = Instant::now();
+    let at_kill = produced();
+    assert!(
+        at_kill < 60_000,
+        "the task had read every row before the kill"
+    );
     say(format!(
-        "killed -9 node {victim}, which ran the source task"
+        "killed -9 node {victim}, which ran the source task, after {at_kill} records"
     ));
     let survivors: Vec<u64> = (1..=3).filter(|id| *id != victim).collect();
     let now_leader = cluster.wait_leader_among(&survivors, FLOW);
@@ -434,7 +457,7 @@ fn a_kill_9_in_the_middle_of_reading_skips_no_row_and_the_repeats_are_counted() 
         moved.as_millis()
     ));
     let records = wait_for("every row in the topic", FLOW, || {
-        let got = read_topic(&kafka, "src_events", 40_000);
+        let got = read_topic(&kafka, "src_events", 80_000);
         let ids: BTreeSet<i64> = got
             .iter()
             .filter_map(|r| {
@@ -442,11 +465,11 @@ fn a_kill_9_in_the_middle_of_reading_skips_no_row_and_the_repeats_are_counted() 
                 v["payload"]["id"].as_i64()
             })
             .collect();
-        (ids.len() == 30_000).then_some(got)
+        (ids.len() == 60_000).then_some(got)
     });
-    let repeats = records.len() - 30_000;
+    let repeats = records.len() - 60_000;
     say(format!(
-        "KILL MID-READ: 30000 rows, none skipped, {repeats} repeated (delivered after the last offset commit before the kill)"
+        "KILL MID-READ: 60000 rows, none skipped, {repeats} repeated (delivered after the last offset commit before the kill)"
     ));
     cluster.start(victim);
 }
