@@ -8,7 +8,7 @@
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
-use ferry_tests::pipeline::{follower_running, started, task_workers};
+use ferry_tests::pipeline::{follower_running, json_workers, started, task_workers};
 use ferry_tests::postgres::Postgres;
 use ferry_tests::{error_header, read_topic, say, wait_for, Kafka, Settings};
 use rdkafka::config::ClientConfig;
@@ -17,22 +17,12 @@ use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
 const FLOW: Duration = Duration::from_secs(120);
 const DLQ: &str = "dlq-jdbc-sink-postgresql";
 
-/// Workers as seed 003's worker.properties sets them: JSON keys and values with schemas.
+/// Workers as seed 003's worker.properties sets them (JSON keys and values with schemas);
+/// everything a node logs, at every level, is searched for the password.
 fn seed_workers() -> Settings {
     Settings {
-        worker_converters: vec![
-            (
-                "key.converter".into(),
-                "org.apache.kafka.connect.json.JsonConverter".into(),
-            ),
-            (
-                "value.converter".into(),
-                "org.apache.kafka.connect.json.JsonConverter".into(),
-            ),
-        ],
-        // Everything a node logs, at every level, is searched for the password.
         log_filter: "trace,h2=info,hyper=info,tower=info,tonic=info,openraft=debug".into(),
-        ..Settings::default()
+        ..json_workers()
     }
 }
 

@@ -8,7 +8,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
-use ferry_tests::pipeline::{create, started, task_workers};
+use ferry_tests::pipeline::{create, json_workers, started, task_workers};
 use ferry_tests::postgres::Postgres;
 use ferry_tests::{read_topic, say, wait_for, Kafka, Settings};
 use rdkafka::config::ClientConfig;
@@ -16,23 +16,6 @@ use rdkafka::consumer::{BaseConsumer, Consumer};
 use serde_json::Value;
 
 const FLOW: Duration = Duration::from_secs(120);
-
-/// Workers writing JSON with schemas, as seed 003's.
-fn json_workers() -> Settings {
-    Settings {
-        worker_converters: vec![
-            (
-                "key.converter".into(),
-                "org.apache.kafka.connect.json.JsonConverter".into(),
-            ),
-            (
-                "value.converter".into(),
-                "org.apache.kafka.connect.json.JsonConverter".into(),
-            ),
-        ],
-        ..Settings::default()
-    }
-}
 
 /// The payloads of a topic's records (at least `n`), in the order read.
 fn payloads(kafka: &Kafka, topic: &str, n: usize) -> Vec<Value> {

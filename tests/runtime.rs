@@ -4,7 +4,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
-use ferry_tests::pipeline::{create, create_source, started, task_workers, write_input};
+use ferry_tests::pipeline::{create, create_source, placement, started, task_workers, write_input};
 use ferry_tests::{lines_in_work_dirs, say, wait_for, Cluster, Kafka, Settings};
 use serde_json::Value;
 
@@ -370,28 +370,6 @@ fn pause_resume_stop_and_offsets_reset_change_what_the_tasks_do() {
         all.iter().all(|l| counts.get(l) == Some(&2)),
         "each line twice after the reset"
     );
-}
-
-/// Where every unit of the connectors runs: (connector, task or "connector") → worker.
-fn placement(cluster: &Cluster, node: u64, names: &[&str]) -> BTreeMap<String, String> {
-    let mut out = BTreeMap::new();
-    for name in names {
-        let status = cluster.json(node, &["connectors", "status", name]);
-        out.insert(
-            format!("{name}/connector"),
-            status["connector"]["worker_id"]
-                .as_str()
-                .unwrap_or_default()
-                .to_string(),
-        );
-        for t in status["tasks"].as_array().into_iter().flatten() {
-            out.insert(
-                format!("{name}/{}", t["id"]),
-                t["worker_id"].as_str().unwrap_or_default().to_string(),
-            );
-        }
-    }
-    out
 }
 
 fn all_running(cluster: &Cluster, node: u64, names: &[&str], tasks: usize) -> bool {

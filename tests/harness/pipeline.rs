@@ -1,7 +1,7 @@
 //! Pipelines for end-to-end tests: a cluster started against a broker with every worker
 //! registered, an input file of numbered lines, connectors created through the CLI.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use crate::{wait_for, Cluster, Kafka, Settings};
@@ -97,4 +97,43 @@ pub fn follower_running(cluster: &Cluster, leader: u64, connector: &str) -> u64 
         .filter(|id| *id != leader)
         .find(|id| workers.iter().any(|(_, w)| *w == cluster.node(*id).api))
         .unwrap_or_else(|| panic!("no follower runs a task of {connector}: {workers:?}"))
+}
+
+/// Where every unit of the connectors runs: (connector, task or "connector") → worker.
+pub fn placement(cluster: &Cluster, node: u64, names: &[&str]) -> BTreeMap<String, String> {
+    let mut out = BTreeMap::new();
+    for name in names {
+        let status = cluster.json(node, &["connectors", "status", name]);
+        out.insert(
+            format!("{name}/connector"),
+            status["connector"]["worker_id"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string(),
+        );
+        for t in status["tasks"].as_array().into_iter().flatten() {
+            out.insert(
+                format!("{name}/{}", t["id"]),
+                t["worker_id"].as_str().unwrap_or_default().to_string(),
+            );
+        }
+    }
+    out
+}
+
+/// Workers writing JSON with schemas, as seed 003's worker.properties sets them.
+pub fn json_workers() -> Settings {
+    Settings {
+        worker_converters: vec![
+            (
+                "key.converter".into(),
+                "org.apache.kafka.connect.json.JsonConverter".into(),
+            ),
+            (
+                "value.converter".into(),
+                "org.apache.kafka.connect.json.JsonConverter".into(),
+            ),
+        ],
+        ..Settings::default()
+    }
 }

@@ -315,6 +315,8 @@ pub struct JdbcSourceTask {
     queriers: Vec<Querier>,
     client: Option<Client>,
     reading: Option<Reading>,
+    /// Whether the last poll read a result to its end.
+    just_read: bool,
 }
 
 impl JdbcSourceTask {
@@ -374,6 +376,7 @@ impl JdbcSourceTask {
             queriers,
             client: None,
             reading: None,
+            just_read: false,
         }))
     }
 
@@ -692,6 +695,7 @@ impl JdbcSourceTask {
             querier.next_run = Instant::now() + poll_interval;
             debug!(querier = %label, "read to the end");
             self.reading = None;
+            self.just_read = true;
         }
         Ok(records)
     }
@@ -792,6 +796,11 @@ impl SourceTask for JdbcSourceTask {
                 return Ok(Vec::new());
             };
             let now = Instant::now();
+            if std::mem::take(&mut self.just_read) {
+                // A result was read to its end: return at once, so that the runtime commits
+                // its offsets now rather than after the wait.
+                return Ok(Vec::new());
+            }
             if next > now {
                 tokio::time::sleep((next - now).min(IDLE_WAIT)).await;
                 return Ok(Vec::new());

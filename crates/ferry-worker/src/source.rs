@@ -1,6 +1,7 @@
 //! The source task loop: records from `poll` are transformed, converted and produced; every
-//! `offset.flush.interval.ms` the loop waits until everything sent so far was delivered, then
-//! commits the source offsets (with the task's generation) and calls the task's `commit`. A
+//! `offset.flush.interval.ms`, and whenever a poll returns nothing after records were sent,
+//! the loop waits until everything sent so far was delivered, then commits the source offsets
+//! (with the task's generation) and calls the task's `commit`. A
 //! source therefore never skips a record; after a fail-over it may repeat the records produced
 //! since its last commit. A record that fails a transform, a converter or its delivery goes
 //! through error handling (`report`): with `errors.tolerance=all` it is logged and
@@ -355,7 +356,12 @@ impl SourceLoop {
                 continue;
             }
             // `poll` returns within about a second; stop and pause are seen between polls.
-            self.send_batch().await?;
+            // When the source has nothing more for now, what it sent is committed at once:
+            // a task moved or killed after a burst of records does not send them again.
+            if self.send_batch().await? == 0 && self.sent != self.committed {
+                self.commit().await?;
+                last_commit = tokio::time::Instant::now();
+            }
         }
     }
 }
