@@ -10,6 +10,7 @@ use ferry_tests::hdfs::Hdfs;
 use ferry_tests::postgres::Postgres;
 use ferry_tests::{lines_in_work_dirs, wait_for, Cluster, Kafka, Settings};
 use rdkafka::config::ClientConfig;
+use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
 
 pub const RECORDS: usize = 1_000_000;
@@ -188,7 +189,12 @@ fn sink_task_workers(cluster: &Cluster, node: u64) -> Vec<(String, String)> {
 }
 
 pub fn run() -> anyhow::Result<()> {
-    let kafka = Kafka::start(&[("bench", PARTITIONS), (JSON_TOPIC, PARTITIONS)]);
+    let kafka = Kafka::start(&[
+        ("bench", PARTITIONS),
+        (JSON_TOPIC, PARTITIONS),
+        ("bench-pg-100-copied", 1),
+        ("bench-pg-1000-copied", 1),
+    ]);
     let produced = produce(&kafka.bootstrap)?;
     let mb = (RECORDS * RECORD_BYTES) as f64 / 1e6;
     println!(
@@ -583,6 +589,84 @@ fn jdbc(cluster: &Cluster, leader: u64, json_rate: f64) -> anyhow::Result<()> {
             took.as_secs_f64(),
             100.0 * rate / copy_rate,
             100.0 * rate / json_rate
+        );
+        cluster.cli(leader, &["connectors", "delete", &name]);
+    }
+    source(cluster, leader, &pg, &url, copy_rate)?;
+    Ok(())
+}
+
+/// The JDBC source reading the rows `\copy` loaded (incrementing on id, the default
+/// `batch.max.rows`) into a topic, timed until the topic's end offsets hold every row;
+/// beside `psql \copy (SELECT …) TO` a file and `\copy FROM` of the same rows.
+fn source(
+    cluster: &Cluster,
+    leader: u64,
+    pg: &Postgres,
+    url: &str,
+    copy_in_rate: f64,
+) -> anyhow::Result<()> {
+    let out = tempfile::NamedTempFile::new()?;
+    let started = Instant::now();
+    pg.psql(&format!(
+        "\\copy (SELECT * FROM copied ORDER BY id) TO '{}' WITH (FORMAT csv)",
+        out.path().display()
+    ));
+    let copy_out = started.elapsed();
+    let copy_out_rate = JSON_RECORDS as f64 / copy_out.as_secs_f64();
+    println!(
+        "baseline  psql \\copy (SELECT …) TO a CSV file:      {copy_out_rate:>9.0} rows/s  ({:.2} s for {JSON_RECORDS})",
+        copy_out.as_secs_f64()
+    );
+    let bootstrap = cluster.settings.kafka.clone().unwrap_or_default();
+    let watcher: BaseConsumer = ClientConfig::new()
+        .set("bootstrap.servers", &bootstrap)
+        .create()?;
+    for batch in ["100", "1000"] {
+        let name = format!("bench-jdbc-source-{batch}");
+        let prefix = format!("bench-pg-{batch}-");
+        let topic = format!("{prefix}copied");
+        let config = vec![
+            (
+                "connector.class",
+                "io.confluent.connect.jdbc.JdbcSourceConnector",
+            ),
+            ("connection.url", url),
+            ("connection.user", "kcuser"),
+            ("connection.password", "kcpw"),
+            ("table.whitelist", "copied"),
+            ("mode", "incrementing"),
+            ("incrementing.column.name", "id"),
+            ("topic.prefix", prefix.as_str()),
+            ("batch.max.rows", batch),
+            (
+                "value.converter",
+                "org.apache.kafka.connect.json.JsonConverter",
+            ),
+        ];
+        let file = cluster.connector_file(&name, &config);
+        let started = Instant::now();
+        cluster.cli(
+            leader,
+            &["connectors", "create", "-f", &file.to_string_lossy()],
+        );
+        let took = wait_for(
+            "the JDBC source to produce every row",
+            Duration::from_secs(900),
+            || {
+                let produced: i64 = watcher
+                    .fetch_watermarks(&topic, 0, Duration::from_secs(5))
+                    .ok()?
+                    .1;
+                (produced as usize >= JSON_RECORDS).then(|| started.elapsed())
+            },
+        );
+        let rate = JSON_RECORDS as f64 / took.as_secs_f64();
+        println!(
+            "ferry     JDBC source, batch.max.rows={batch:<4} to Kafka:  {rate:>9.0} rows/s  ({:.2} s; {:.0}% of psql \\copy TO, {:.0}% of \\copy FROM)",
+            took.as_secs_f64(),
+            100.0 * rate / copy_out_rate,
+            100.0 * rate / copy_in_rate
         );
         cluster.cli(leader, &["connectors", "delete", &name]);
     }
