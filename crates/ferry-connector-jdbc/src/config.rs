@@ -74,7 +74,7 @@ fn connection_config() -> ConfigDef {
             "connection.attempts",
             Int,
             Low,
-            "Accepted: connections are retried by the runtime's retry layer.",
+            "Attempts of the source connector to list the tables; tasks retry through the retry layer.",
         )
         .default("3")
         .validator(positive),
@@ -82,7 +82,7 @@ fn connection_config() -> ConfigDef {
             "connection.backoff.ms",
             Long,
             Low,
-            "Accepted: see errors.retry.delay.max.ms.",
+            "The source connector's wait between those attempts.",
         )
         .default("10000"),
         ConfigKey::new(
@@ -175,22 +175,18 @@ pub fn sink_config() -> ConfigDef {
         ConfigKey::new("quote.sql.identifiers", String, Medium, "ALWAYS or NEVER.")
             .default("ALWAYS")
             .validator(|v| one_of(v, &["always", "never"])),
-        ConfigKey::new(
-            "max.retries",
-            Int,
-            Medium,
-            "Accepted: retriable failures are retried within errors.retry.timeout.",
-        )
-        .default("10")
-        .validator(|v| at_least(0)(v)),
-        ConfigKey::new(
-            "retry.backoff.ms",
-            Int,
-            Medium,
-            "Accepted: see errors.retry.delay.max.ms.",
-        )
-        .default("3000")
-        .validator(|v| at_least(0)(v)),
+        ConfigKey::new("max.retries", Int, Medium, "Retries of a failed batch.")
+            .default("10")
+            .validator(|v| at_least(0)(v))
+            .support(Support::NoEffect(
+                "retriable failures are retried by the runtime within errors.retry.timeout",
+            )),
+        ConfigKey::new("retry.backoff.ms", Int, Medium, "The wait between retries.")
+            .default("3000")
+            .validator(|v| at_least(0)(v))
+            .support(Support::NoEffect(
+                "the runtime's backoff is errors.retry.delay.max.ms",
+            )),
         ConfigKey::new(
             "db.timezone",
             String,
@@ -642,6 +638,17 @@ pub fn source_config() -> ConfigDef {
             "none (Decimal), precision_only or best_fit (integers and doubles where they fit).",
         )
         .validator(|v| one_of(v, &["none", "precision_only", "best_fit"])),
+        ConfigKey::new(
+            "transaction.isolation.mode",
+            String,
+            Low,
+            "DEFAULT or READ_COMMITTED (PostgreSQL's default).",
+        )
+        .default("DEFAULT")
+        .validator(|v| {
+            one_of(v, &["DEFAULT", "READ_COMMITTED"])
+                .map_err(|e| format!("{e} (other isolation levels are not supported yet)"))
+        }),
         ConfigKey::new("numeric.precision.mapping", Boolean, Low, "Deprecated: precision_only.")
             .default("false"),
         ConfigKey::new("quote.sql.identifiers", String, Medium, "ALWAYS or NEVER.")

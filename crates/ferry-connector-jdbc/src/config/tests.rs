@@ -154,3 +154,92 @@ fn sink_settings_that_cannot_work_are_refused_by_name() {
     assert_eq!(c.pk_fields, ["id"]);
     assert_eq!(c.table_of("orders"), "kafka_orders");
 }
+
+/// Seed 003's jdbc_source_postgresql.json, as a config map.
+fn seed_source() -> BTreeMap<String, String> {
+    props(&[
+        (
+            "connector.class",
+            "io.confluent.connect.jdbc.JdbcSourceConnector",
+        ),
+        ("connection.url", "jdbc:postgresql://pg01:5432/kcdb"),
+        ("connection.user", "kcuser"),
+        ("connection.password", "kcpw"),
+        ("topic.prefix", "dst_"),
+        ("poll.interval.ms", "5000"),
+        ("table.poll.interval.ms", "60000"),
+        ("table.whitelist", "table01,table02"),
+        ("mode", "incrementing"),
+        ("incrementing.column.name", "id"),
+        ("tasks.max", "5"),
+    ])
+}
+
+#[test]
+fn the_seeds_source_config() {
+    let c = JdbcSourceConfig::parse(&seed_source()).expect("valid");
+    assert_eq!(c.mode, SourceMode::Incrementing);
+    assert_eq!(c.incrementing_column.as_deref(), Some("id"));
+    assert_eq!(c.whitelist, ["table01", "table02"]);
+    assert_eq!(
+        (c.poll_interval_ms, c.table_poll_interval_ms),
+        (5000, 60_000)
+    );
+    assert_eq!(c.batch_max_rows, 100, "Confluent's default");
+    assert_eq!(c.numeric_mapping, NumericMapping::None);
+    let t = |schema: &str, table: &str| TableId {
+        schema: Some(schema.to_string()),
+        table: table.to_string(),
+    };
+    assert!(c.wants(&t("public", "table01")));
+    assert!(!c.wants(&t("public", "dst_table01")));
+    assert_eq!(c.topic_of(Some(&t("public", "table02"))), "dst_table02");
+    assert!(check_source(&seed_source()).is_empty());
+    assert!(!format!("{c:?}").contains("kcpw"));
+}
+
+#[test]
+fn source_configs_confluent_refuses_name_the_property() {
+    let with = |changes: &[(&str, &str)], removed: &[&str]| {
+        let mut p = seed_source();
+        for k in removed {
+            p.remove(*k);
+        }
+        for (k, v) in changes {
+            p.insert(k.to_string(), v.to_string());
+        }
+        match &check_source(&p)[..] {
+            [Finding::Error(key, message)] => format!("{key}: {message}"),
+            other => panic!("expected one error, got {other:?}"),
+        }
+    };
+    assert!(with(&[], &["mode"]).starts_with("mode: missing"));
+    assert!(with(&[("mode", "sometimes")], &[]).starts_with("mode: must be one of"));
+    assert!(with(&[("table.blacklist", "x")], &[]).starts_with("table.whitelist:"));
+    assert!(with(&[("mode", "timestamp")], &[]).starts_with("timestamp.column.name:"));
+    assert!(with(&[("query", "SELECT 1")], &[]).starts_with("query:"));
+    assert!(with(&[], &["topic.prefix"]).starts_with("topic.prefix:"));
+    assert!(with(&[("batch.max.rows", "0")], &[]).starts_with("batch.max.rows:"));
+    // A query needs its incrementing column named; a table's serial one is found.
+    let mut q = seed_source();
+    q.remove("table.whitelist");
+    q.remove("incrementing.column.name");
+    q.insert("query".into(), "SELECT * FROM table01".into());
+    let found = &check_source(&q)[..];
+    assert!(
+        matches!(found, [Finding::Error(k, _)] if k == "incrementing.column.name"),
+        "{found:?}"
+    );
+    let mut none = seed_source();
+    none.remove("incrementing.column.name");
+    assert!(check_source(&none).is_empty());
+}
+
+#[test]
+fn the_sinks_retry_settings_say_they_have_no_effect() {
+    let def = sink_config();
+    for key in ["max.retries", "retry.backoff.ms"] {
+        let k = def.iter().find(|k| k.name == key).expect("declared");
+        assert!(matches!(k.support, Support::NoEffect(_)), "{key}");
+    }
+}
