@@ -136,6 +136,19 @@ fn seed_003_source_to_sink_with_its_dlq_a_third_worker_and_a_kill_9_exactly_once
         per_worker(&placed)
     ));
 
+    // The configs and the task configs never show the password.
+    for name in NAMES {
+        for shown in [
+            cluster.cli(leader, &["-o", "json", "connectors", "config", name]),
+            cluster.cli(leader, &["-o", "json", "connectors", "tasks", name]),
+        ] {
+            assert!(
+                shown.ok() && !shown.stdout.contains("kcpw"),
+                "{name}: the password is shown: {}",
+                shown.stdout
+            );
+        }
+    }
     // The seed's rows.
     pg.psql(
         "INSERT INTO table01 (user_id, item) VALUES ('user01', 'apple'),('user01', 'orange'),('user02', 'banana'),('user02', 'melon');

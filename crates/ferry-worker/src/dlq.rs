@@ -13,7 +13,7 @@ use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
 use rdkafka::client::DefaultClientContext;
 use rdkafka::message::{Header as KafkaHeader, Headers, Message, OwnedHeaders};
 use rdkafka::producer::{DeliveryFuture, FutureProducer, FutureRecord};
-use tracing::{info, warn};
+use tracing::{debug, info, warn};
 
 use crate::kafka::KafkaSettings;
 
@@ -47,6 +47,63 @@ impl Original {
     }
 }
 
+/// Whether the cluster's metadata (of all topics: asking for one could auto-create it) lists
+/// `topic`; false when it cannot be read.
+async fn exists(producer: &FutureProducer, topic: &str) -> bool {
+    let client = producer.clone();
+    let topic = topic.to_string();
+    tokio::task::spawn_blocking(move || {
+        use rdkafka::producer::Producer;
+        client
+            .client()
+            .fetch_metadata(None, CREATE_TIMEOUT)
+            .map(|m| {
+                m.topics()
+                    .iter()
+                    .any(|t| t.name() == topic && !t.partitions().is_empty())
+            })
+            .unwrap_or(false)
+    })
+    .await
+    .unwrap_or(false)
+}
+
+/// Create the DLQ topic with the configured replication factor; if that fails, the broker's
+/// auto-creation is left to make it.
+async fn create(settings: &ErrorSettings, kafka: &KafkaSettings, topic: &str) {
+    let admin: Result<AdminClient<DefaultClientContext>, _> = kafka.client_config().create();
+    match admin {
+        Ok(admin) => {
+            let new = NewTopic::new(
+                topic,
+                1,
+                TopicReplication::Fixed(settings.dlq_replication_factor),
+            );
+            let options = AdminOptions::new().operation_timeout(Some(CREATE_TIMEOUT));
+            match tokio::time::timeout(CREATE_TIMEOUT, admin.create_topics([&new], &options)).await
+            {
+                Ok(Ok(results)) => match results.first() {
+                    Some(Ok(_)) => info!(topic = %topic, "dead letter queue topic created"),
+                    Some(Err((_, rdkafka::types::RDKafkaErrorCode::TopicAlreadyExists))) => {}
+                    Some(Err((_, code))) => {
+                        warn!(topic = %topic, error = %code, "cannot create the dead letter queue topic; leaving it to auto-creation")
+                    }
+                    None => {}
+                },
+                Ok(Err(e)) => {
+                    warn!(topic = %topic, error = %e, "cannot create the dead letter queue topic; leaving it to auto-creation")
+                }
+                Err(_) => {
+                    warn!(topic = %topic, "creating the dead letter queue topic timed out; leaving it to auto-creation")
+                }
+            }
+        }
+        Err(e) => {
+            warn!(error = %e, "no admin client for the dead letter queue topic; leaving it to auto-creation")
+        }
+    }
+}
+
 pub struct DeadLetters {
     topic: String,
     context_headers: bool,
@@ -68,37 +125,10 @@ impl DeadLetters {
         let producer: FutureProducer = config.create().map_err(|e| {
             ConnectError::fatal(format!("cannot create the dead letter queue producer: {e}"))
         })?;
-        let admin: Result<AdminClient<DefaultClientContext>, _> = kafka.client_config().create();
-        match admin {
-            Ok(admin) => {
-                let new = NewTopic::new(
-                    &topic,
-                    1,
-                    TopicReplication::Fixed(settings.dlq_replication_factor),
-                );
-                let options = AdminOptions::new().operation_timeout(Some(CREATE_TIMEOUT));
-                match tokio::time::timeout(CREATE_TIMEOUT, admin.create_topics([&new], &options))
-                    .await
-                {
-                    Ok(Ok(results)) => match results.first() {
-                        Some(Ok(_)) => info!(topic = %topic, "dead letter queue topic created"),
-                        Some(Err((_, rdkafka::types::RDKafkaErrorCode::TopicAlreadyExists))) => {}
-                        Some(Err((_, code))) => {
-                            warn!(topic = %topic, error = %code, "cannot create the dead letter queue topic; leaving it to auto-creation")
-                        }
-                        None => {}
-                    },
-                    Ok(Err(e)) => {
-                        warn!(topic = %topic, error = %e, "cannot create the dead letter queue topic; leaving it to auto-creation")
-                    }
-                    Err(_) => {
-                        warn!(topic = %topic, "creating the dead letter queue topic timed out; leaving it to auto-creation")
-                    }
-                }
-            }
-            Err(e) => {
-                warn!(error = %e, "no admin client for the dead letter queue topic; leaving it to auto-creation")
-            }
+        if exists(&producer, &topic).await {
+            debug!(topic = %topic, "the dead letter queue topic exists");
+        } else {
+            create(settings, kafka, &topic).await;
         }
         Ok(Some(DeadLetters {
             topic,
