@@ -8,8 +8,8 @@
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
-use ferry_tests::pipeline::{follower_running, json_workers, started, task_workers};
-use ferry_tests::postgres::Postgres;
+use ferry_tests::pipeline::{follower_running, json_workers, started, task_workers, TRACE_ALL};
+use ferry_tests::postgres::{seed_003_sink_json, Postgres, SEED_003_DESTINATIONS};
 use ferry_tests::{error_header, read_topic, say, wait_for, Kafka, Settings};
 use rdkafka::config::ClientConfig;
 use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
@@ -21,7 +21,7 @@ const DLQ: &str = "dlq-jdbc-sink-postgresql";
 /// everything a node logs, at every level, is searched for the password.
 fn seed_workers() -> Settings {
     Settings {
-        log_filter: "trace,h2=info,hyper=info,tower=info,tonic=info,openraft=debug".into(),
+        log_filter: TRACE_ALL.into(),
         ..json_workers()
     }
 }
@@ -60,36 +60,13 @@ fn ids(pg: &Postgres, table: &str) -> Vec<i32> {
 #[test]
 fn seed_003_sink_writes_rows_dead_letters_the_long_item_and_is_exactly_once_across_a_kill_9() {
     let pg = Postgres::start();
-    // The seed's destination tables: dst_table01's item holds 10 characters.
-    pg.psql(
-        "CREATE TABLE dst_table01 (id integer NOT NULL, user_id varchar(10), item varchar(10), PRIMARY KEY (id));
-         CREATE TABLE dst_table02 (id integer NOT NULL, user_id varchar(10), point integer, PRIMARY KEY (id));",
-    );
+    pg.psql(SEED_003_DESTINATIONS);
     let kafka = Kafka::start(&[("dst_table01", 2), ("dst_table02", 2), (DLQ, 1)]);
     let (mut cluster, leader) = started(3, &kafka, seed_workers());
     let url = pg.jdbc_url("kcdb");
     // jdbc_sink_postgresql.json as the seed has it, a JSON boolean included.
     let file = cluster.dir.path().join("jdbc_sink_postgresql.json");
-    std::fs::write(
-        &file,
-        format!(
-            r#"{{
-  "name": "jdbc_sink_postgresql",
-  "config": {{
-    "connector.class": "io.confluent.connect.jdbc.JdbcSinkConnector",
-    "connection.url": "{url}",
-    "connection.user": "kcuser",
-    "connection.password": "kcpw",
-    "topics": "dst_table01,dst_table02",
-    "tasks.max": "5",
-    "errors.tolerance": "all",
-    "errors.deadletterqueue.topic.name": "{DLQ}",
-    "errors.deadletterqueue.context.headers.enable": true
-  }}
-}}"#
-        ),
-    )
-    .expect("write the connector JSON");
+    std::fs::write(&file, seed_003_sink_json(&url, DLQ)).expect("write the connector JSON");
     cluster.cli(
         leader,
         &["connectors", "create", "-f", &file.to_string_lossy()],

@@ -11,8 +11,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use ferry_tests::pipeline::{json_workers, placement, started};
-use ferry_tests::postgres::Postgres;
+use ferry_tests::pipeline::{json_workers, placement, started, TRACE_ALL};
+use ferry_tests::postgres::{seed_003_sink_json, Postgres, SEED_003_DESTINATIONS};
 use ferry_tests::{error_header, read_topic, say, wait_for, Cluster, Kafka, Settings};
 
 const FLOW: Duration = Duration::from_secs(120);
@@ -41,26 +41,6 @@ fn source_json(url: &str) -> String {
     "transforms.createKey.fields":"user_id",
     "transforms.extractInt.type":"org.apache.kafka.connect.transforms.ExtractField$Key",
     "transforms.extractInt.field":"user_id"
-  }}
-}}"#
-    )
-}
-
-/// jdbc_sink_postgresql.json as the seed has it.
-fn sink_json(url: &str) -> String {
-    format!(
-        r#"{{
-  "name": "jdbc_sink_postgresql",
-  "config": {{
-    "connector.class": "io.confluent.connect.jdbc.JdbcSinkConnector",
-    "connection.url": "{url}",
-    "connection.user": "kcuser",
-    "connection.password": "kcpw",
-    "topics": "dst_table01,dst_table02",
-    "tasks.max": "5",
-    "errors.tolerance": "all",
-    "errors.deadletterqueue.topic.name": "{DLQ}",
-    "errors.deadletterqueue.context.headers.enable": true
   }}
 }}"#
     )
@@ -101,20 +81,19 @@ fn seed_003_source_to_sink_with_its_dlq_a_third_worker_and_a_kill_9_exactly_once
     let pg = Postgres::start();
     pg.psql(
         "CREATE TABLE table01 (id serial NOT NULL, user_id varchar(10), item varchar(20), PRIMARY KEY (id));
-         CREATE TABLE table02 (id serial NOT NULL, user_id varchar(10), point integer, PRIMARY KEY (id));
-         CREATE TABLE dst_table01 (id integer NOT NULL, user_id varchar(10), item varchar(10), PRIMARY KEY (id));
-         CREATE TABLE dst_table02 (id integer NOT NULL, user_id varchar(10), point integer, PRIMARY KEY (id));",
+         CREATE TABLE table02 (id serial NOT NULL, user_id varchar(10), point integer, PRIMARY KEY (id));",
     );
+    pg.psql(SEED_003_DESTINATIONS);
     let kafka = Kafka::start(&[("dst_table01", 2), ("dst_table02", 2), (DLQ, 1)]);
     let settings = Settings {
-        log_filter: "trace,h2=info,hyper=info,tower=info,tonic=info,openraft=debug".into(),
+        log_filter: TRACE_ALL.into(),
         ..json_workers()
     };
     let (mut cluster, leader) = started(2, &kafka, settings);
     let url = pg.jdbc_url("kcdb");
     for (name, json) in [
         ("jdbc_source_postgresql", source_json(&url)),
-        ("jdbc_sink_postgresql", sink_json(&url)),
+        ("jdbc_sink_postgresql", seed_003_sink_json(&url, DLQ)),
     ] {
         let file = cluster.dir.path().join(format!("{name}.json"));
         std::fs::write(&file, json).expect("write the connector JSON");

@@ -21,6 +21,25 @@ const KILLS: usize = 3;
 const JSON_RECORDS: usize = 200_000;
 const JSON_TOPIC: &str = "bench-json";
 
+/// Create the connector of `file` and wait until `done` says its work is all there; how long
+/// that took.
+fn timed(
+    cluster: &Cluster,
+    leader: u64,
+    file: &std::path::Path,
+    what: &str,
+    mut done: impl FnMut() -> Option<()>,
+) -> Duration {
+    let started = Instant::now();
+    cluster.cli(
+        leader,
+        &["connectors", "create", "-f", &file.to_string_lossy()],
+    );
+    wait_for(what, Duration::from_secs(900), || {
+        done().map(|()| started.elapsed())
+    })
+}
+
 /// One record of the JSON path and the line FileStreamSink writes for it (fixed widths, so
 /// that the output's size says when every record is there).
 fn json_record(i: usize) -> (String, String) {
@@ -239,22 +258,19 @@ pub fn run() -> anyhow::Result<()> {
         ],
     );
     let target = (RECORDS * (RECORD_BYTES + 1)) as u64;
-    let started = Instant::now();
-    cluster.cli(
-        leader,
-        &["connectors", "create", "-f", &file.to_string_lossy()],
-    );
     let mut peak_rss: f64 = 0.0;
-    let took = wait_for(
+    let took = timed(
+        &cluster,
+        leader,
+        &file,
         "the sink to write every record",
-        Duration::from_secs(600),
         || {
             for node in cluster.nodes.values() {
                 if let Some(pid) = node.pid() {
                     peak_rss = peak_rss.max(rss_mib(pid));
                 }
             }
-            (sink_bytes(&cluster) >= target).then(|| started.elapsed())
+            (sink_bytes(&cluster) >= target).then_some(())
         },
     );
     let rate = RECORDS as f64 / took.as_secs_f64();
@@ -299,15 +315,12 @@ pub fn run() -> anyhow::Result<()> {
             ("transforms.extractKey.field", "user_id"),
         ],
     );
-    let started = Instant::now();
-    cluster.cli(
+    let took = timed(
+        &cluster,
         leader,
-        &["connectors", "create", "-f", &file.to_string_lossy()],
-    );
-    let took = wait_for(
+        &file,
         "the JSON sink to write every record",
-        Duration::from_secs(600),
-        || (output_bytes(&cluster, "bench-json.out") >= json_bytes).then(|| started.elapsed()),
+        || (output_bytes(&cluster, "bench-json.out") >= json_bytes).then_some(()),
     );
     let json_rate = JSON_RECORDS as f64 / took.as_secs_f64();
     println!(
@@ -342,18 +355,12 @@ pub fn run() -> anyhow::Result<()> {
     );
     // Each record is a JSON string of its 1024 characters and a newline.
     let store_target = (RECORDS * (RECORD_BYTES + 3)) as u64;
-    let started = Instant::now();
-    cluster.cli(
+    let took = timed(
+        &cluster,
         leader,
-        &["connectors", "create", "-f", &file.to_string_lossy()],
-    );
-    let took = wait_for(
+        &file,
         "the storage sink to commit every record",
-        Duration::from_secs(900),
-        || {
-            (committed_bytes(&store.path().join("bench/bench")) >= store_target)
-                .then(|| started.elapsed())
-        },
+        || (committed_bytes(&store.path().join("bench/bench")) >= store_target).then_some(()),
     );
     let store_rate = RECORDS as f64 / took.as_secs_f64();
     println!(
@@ -465,17 +472,14 @@ fn formats(cluster: &Cluster, leader: u64, json_rate: f64, input: u64) -> anyhow
                     ),
                 ],
             );
-            let started = Instant::now();
-            cluster.cli(
+            let took = timed(
+                cluster,
                 leader,
-                &["connectors", "create", "-f", &file.to_string_lossy()],
-            );
-            let took = wait_for(
+                &file,
                 "the storage sink to commit every record",
-                Duration::from_secs(900),
                 || {
                     (committed_records(cluster, leader, &name)? >= JSON_RECORDS as u64)
-                        .then(|| started.elapsed())
+                        .then_some(())
                 },
             );
             let (files, bytes) = if store == "HDFS" {
@@ -566,21 +570,18 @@ fn jdbc(cluster: &Cluster, leader: u64, json_rate: f64) -> anyhow::Result<()> {
         ];
         config.extend(more);
         let file = cluster.connector_file(&name, &config);
-        let started = Instant::now();
-        cluster.cli(
+        let took = timed(
+            cluster,
             leader,
-            &["connectors", "create", "-f", &file.to_string_lossy()],
-        );
-        let took = wait_for(
+            &file,
             "the JDBC sink to write every row",
-            Duration::from_secs(900),
             || {
                 let rows: usize = pg
                     .try_psql(&format!("SELECT count(*) FROM {table}"))?
                     .trim()
                     .parse()
                     .ok()?;
-                (rows >= JSON_RECORDS).then(|| started.elapsed())
+                (rows >= JSON_RECORDS).then_some(())
             },
         );
         let rate = JSON_RECORDS as f64 / took.as_secs_f64();
@@ -645,20 +646,17 @@ fn source(
             ),
         ];
         let file = cluster.connector_file(&name, &config);
-        let started = Instant::now();
-        cluster.cli(
+        let took = timed(
+            cluster,
             leader,
-            &["connectors", "create", "-f", &file.to_string_lossy()],
-        );
-        let took = wait_for(
+            &file,
             "the JDBC source to produce every row",
-            Duration::from_secs(900),
             || {
                 let produced: i64 = watcher
                     .fetch_watermarks(&topic, 0, Duration::from_secs(5))
                     .ok()?
                     .1;
-                (produced as usize >= JSON_RECORDS).then(|| started.elapsed())
+                (produced as usize >= JSON_RECORDS).then_some(())
             },
         );
         let rate = JSON_RECORDS as f64 / took.as_secs_f64();

@@ -121,6 +121,9 @@ pub fn placement(cluster: &Cluster, node: u64, names: &[&str]) -> BTreeMap<Strin
     out
 }
 
+/// A log filter that keeps everything a node logs at every level (the password checks).
+pub const TRACE_ALL: &str = "trace,h2=info,hyper=info,tower=info,tonic=info,openraft=debug";
+
 /// Workers writing JSON with schemas, as seed 003's worker.properties sets them.
 pub fn json_workers() -> Settings {
     Settings {

@@ -205,3 +205,29 @@ impl Drop for Postgres {
             .status();
     }
 }
+
+/// Seed 003's destination tables: dst_table01's item holds 10 characters, table01's 20.
+pub const SEED_003_DESTINATIONS: &str =
+    "CREATE TABLE dst_table01 (id integer NOT NULL, user_id varchar(10), item varchar(10), PRIMARY KEY (id));
+     CREATE TABLE dst_table02 (id integer NOT NULL, user_id varchar(10), point integer, PRIMARY KEY (id));";
+
+/// Seed 003's jdbc_sink_postgresql.json as the seed has it (a JSON boolean included), with
+/// this connection URL and dead letter queue.
+pub fn seed_003_sink_json(url: &str, dlq: &str) -> String {
+    format!(
+        r#"{{
+  "name": "jdbc_sink_postgresql",
+  "config": {{
+    "connector.class": "io.confluent.connect.jdbc.JdbcSinkConnector",
+    "connection.url": "{url}",
+    "connection.user": "kcuser",
+    "connection.password": "kcpw",
+    "topics": "dst_table01,dst_table02",
+    "tasks.max": "5",
+    "errors.tolerance": "all",
+    "errors.deadletterqueue.topic.name": "{dlq}",
+    "errors.deadletterqueue.context.headers.enable": true
+  }}
+}}"#
+    )
+}
