@@ -231,3 +231,33 @@ pub fn seed_003_sink_json(url: &str, dlq: &str) -> String {
 }}"#
     )
 }
+
+/// Check that a DLQ record (as `read_topic` returns it) is seed 003's long item refused by
+/// dst_table01's varchar(10) at `put`, with PostgreSQL's error; its message.
+pub fn assert_long_item_dead_lettered(record: &serde_json::Value) -> String {
+    let h = &record["headers"];
+    let message = crate::error_header(h, "exception.message").unwrap_or_default();
+    assert!(
+        message.contains("value too long for type character varying(10)")
+            && message.contains("22001"),
+        "{h}"
+    );
+    assert_eq!(
+        crate::error_header(h, "topic").as_deref(),
+        Some("dst_table01"),
+        "{h}"
+    );
+    assert_eq!(
+        crate::error_header(h, "stage").as_deref(),
+        Some("TASK_PUT"),
+        "{h}"
+    );
+    assert!(
+        record["value"]
+            .as_str()
+            .unwrap_or_default()
+            .contains(r#""item":"super-apple-0000""#),
+        "{record}"
+    );
+    message
+}
