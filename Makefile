@@ -41,6 +41,8 @@ bench:
 # (see README "Reliability"). Narrow it with ARGS, e.g. ARGS="--nemesis pause --seed 7 --duration 20".
 ARGS ?= --nemesis all --sink all --seed 1,2,3 --duration 40
 jepsen:
+	./scripts/testbed/hdfs.sh
+	./scripts/testbed/postgres.sh
 	$(CARGO) build --workspace --bins --locked
 	FERRY_BIN_DIR=$(CURDIR)/target/debug $(CURDIR)/target/debug/ferry-jepsen $(ARGS)
 

@@ -104,3 +104,11 @@ fn storage_sink_zombies_without_a_lease_are_fenced_and_duplicate_nothing() {
 fn the_hdfs_sink_is_exactly_once_under_combined_faults() {
     scenario_with(Sink::Hdfs, Nemesis::Combined, 11, 30, true);
 }
+
+/// The JDBC sink into PostgreSQL, plain inserts, through kill -9 of random nodes: every
+/// record in exactly one row (a batch and its offsets commit in one transaction, fenced by
+/// generation at the database).
+#[test]
+fn the_jdbc_sink_is_exactly_once_through_kills_of_workers() {
+    scenario_with(Sink::Jdbc, Nemesis::KillRandom, 6, 20, true);
+}

@@ -1,7 +1,7 @@
 //! `ferry-jepsen`: the fault suite's matrix, every nemesis × every sink × every seed asked for,
 //! one scenario at a time, each against a fresh three-node cluster and broker.
 //!
-//! `ferry-jepsen [--nemesis all|NAME[,NAME…]] [--sink all|file|storage|hdfs] [--seed N[,N…]]
+//! `ferry-jepsen [--nemesis all|NAME[,NAME…]] [--sink all|file|storage|hdfs|jdbc] [--seed N[,N…]]
 //! [--duration SECONDS] [--rate RECORDS_PER_S] [--no-lease]`; exits 1 if any scenario fails a
 //! checker. `--no-lease` turns the workers' ownership lease off (a test-only setting), so that
 //! zombies keep working and only generation fencing keeps their commits out.
@@ -22,7 +22,7 @@ struct Args {
 }
 
 const USAGE: &str =
-    "usage: ferry-jepsen [--nemesis all|NAME[,NAME...]] [--sink all|file|storage|hdfs] \
+    "usage: ferry-jepsen [--nemesis all|NAME[,NAME...]] [--sink all|file|storage|hdfs|jdbc] \
 [--seed N[,N...]] [--duration SECONDS] [--rate RECORDS_PER_S] [--no-lease]";
 
 fn parse() -> Result<Args, String> {

@@ -16,6 +16,7 @@ use super::replay::{replay, Replayed};
 use super::rng::Rng;
 use super::workload::{low_watermarks, offset_poller, producer, record_id};
 use crate::hdfs::Hdfs;
+use crate::postgres::Postgres;
 use crate::{lines_in_work_dirs, say, wait_for, Cluster, Kafka, Settings, Signal};
 
 /// The topic the numbered records go to.
@@ -37,6 +38,8 @@ pub enum Sink {
     Storage,
     /// The storage sink on a real HDFS: exactly-once.
     Hdfs,
+    /// The JDBC sink into a real PostgreSQL, plain inserts: exactly-once at the database.
+    Jdbc,
 }
 
 /// Where the storage sinks put their files, under the store.
@@ -49,16 +52,21 @@ pub enum Output {
     /// A directory every worker shares.
     Shared(std::path::PathBuf),
     Hdfs(Hdfs),
+    Postgres(Postgres),
 }
 
+/// The JDBC sink's table (made by auto.create: one TEXT column, `line`).
+const JDBC_TABLE: &str = "jepsen_rows";
+
 impl Sink {
-    pub const ALL: [Sink; 3] = [Sink::File, Sink::Storage, Sink::Hdfs];
+    pub const ALL: [Sink; 4] = [Sink::File, Sink::Storage, Sink::Hdfs, Sink::Jdbc];
 
     pub fn name(self) -> &'static str {
         match self {
             Sink::File => "file",
             Sink::Storage => "storage",
             Sink::Hdfs => "hdfs",
+            Sink::Jdbc => "jdbc",
         }
     }
 
@@ -66,7 +74,7 @@ impl Sink {
     pub fn exactly_once(self) -> bool {
         match self {
             Sink::File => false,
-            Sink::Storage | Sink::Hdfs => true,
+            Sink::Storage | Sink::Hdfs | Sink::Jdbc => true,
         }
     }
 
@@ -76,6 +84,7 @@ impl Sink {
             Sink::File => Output::WorkDirs,
             Sink::Storage => Output::Shared(cluster.dir.path().join("store")),
             Sink::Hdfs => Output::Hdfs(Hdfs::start()),
+            Sink::Jdbc => Output::Postgres(Postgres::start()),
         }
     }
 
@@ -90,6 +99,29 @@ impl Sink {
             }
             Output::Shared(dir) => dir.display().to_string(),
             Output::Hdfs(hdfs) => format!("hdfs://{}", hdfs.namenode),
+            // Each record's string in a one-column row, batches of 50 so that faults land
+            // between a batch's rows and its transaction's commit.
+            Output::Postgres(pg) => {
+                config.extend([
+                    (
+                        "connector.class",
+                        "io.confluent.connect.jdbc.JdbcSinkConnector".into(),
+                    ),
+                    ("connection.url", pg.jdbc_url("kcdb")),
+                    ("connection.user", "kcuser".into()),
+                    ("connection.password", "kcpw".into()),
+                    ("table.name.format", JDBC_TABLE.into()),
+                    ("auto.create", "true".into()),
+                    ("batch.size", "50".into()),
+                    ("transforms", "row".into()),
+                    (
+                        "transforms.row.type",
+                        "org.apache.kafka.connect.transforms.HoistField$Value".into(),
+                    ),
+                    ("transforms.row.field", "line".into()),
+                ]);
+                return config;
+            }
         };
         config.extend([
             (
@@ -135,6 +167,13 @@ impl Sink {
                 .lines()
                 .map(str::to_string)
                 .collect(),
+            // Before the first batch the table does not exist yet.
+            Output::Postgres(pg) => pg
+                .try_psql(&format!("SELECT line FROM {JDBC_TABLE}"))
+                .unwrap_or_default()
+                .lines()
+                .map(str::to_string)
+                .collect(),
         };
         lines.iter().filter_map(|l| record_id(l)).collect()
     }
@@ -150,7 +189,9 @@ impl std::str::FromStr for Sink {
         Sink::ALL
             .into_iter()
             .find(|k| k.name() == s)
-            .ok_or_else(|| format!("unknown sink {s:?}: expected one of: file, storage, hdfs"))
+            .ok_or_else(|| {
+                format!("unknown sink {s:?}: expected one of: file, storage, hdfs, jdbc")
+            })
     }
 }
 
