@@ -147,7 +147,10 @@ impl JdbcSinkTask {
             )
             .await;
         let existing: BTreeSet<String> = match found {
-            Ok(rows) => rows.iter().map(|r| r.get::<_, String>(0)).collect(),
+            Ok(rows) => match rows.iter().map(|r| r.try_get::<_, String>(0)).collect() {
+                Ok(columns) => columns,
+                Err(e) => return Err(self.failed("read the table's columns", e)),
+            },
             Err(e) => return Err(self.failed("read the table's columns", e)),
         };
         let name = d.table(&table);
@@ -322,7 +325,8 @@ async fn transaction(
             .await
             .map_err(db("lock the offsets"))?;
         if let Some(row) = row {
-            let (next, owner): (i64, i64) = (row.get(0), row.get(1));
+            let next: i64 = row.try_get(0).map_err(db("read the offsets"))?;
+            let owner: i64 = row.try_get(1).map_err(db("read the offsets"))?;
             if owner > generation_i64 {
                 return Err(Failure::Fenced(format!(
                     "{tp}: fenced: the database's offsets belong to generation {owner}, newer than this task's {generation}"
@@ -471,9 +475,15 @@ impl SinkTask for JdbcSinkTask {
                 Err(e) => return Err(self.failed("read the offsets", e)),
             };
             for row in rows {
-                let tp = TopicPartition::new(topic, row.get::<_, i32>(0));
+                let read = row
+                    .try_get::<_, i32>(0)
+                    .and_then(|p| Ok((p, row.try_get::<_, i64>(1)?)));
+                let (partition, next) = match read {
+                    Ok(read) => read,
+                    Err(e) => return Err(self.failed("read the offsets", e)),
+                };
+                let tp = TopicPartition::new(topic, partition);
                 if partitions.contains(&tp) {
-                    let next: i64 = row.get(1);
                     info!(partition = %tp, next, "resuming from the database's offsets");
                     rewinds.request(tp.clone(), next);
                     self.next.insert(tp, next);

@@ -138,6 +138,8 @@ pub struct Reported {
     pub state: String,
     pub worker: String,
     pub generation: u64,
+    /// A FAILED task's trace (empty otherwise).
+    pub trace: String,
 }
 
 /// What keeps a healed cluster from having converged: every live node must report the same
@@ -183,9 +185,19 @@ pub fn convergence(
         {
             None => problems.push(format!("{} task {} has no status", a.connector, a.task)),
             Some(r) if r.state != "RUNNING" || r.generation != a.generation => {
+                let trace: String = r.trace.chars().take(400).collect();
                 problems.push(format!(
-                    "{} task {} is {} at generation {} (assigned at generation {})",
-                    a.connector, a.task, r.state, r.generation, a.generation
+                    "{} task {} is {} at generation {} (assigned at generation {}){}",
+                    a.connector,
+                    a.task,
+                    r.state,
+                    r.generation,
+                    a.generation,
+                    if trace.is_empty() {
+                        String::new()
+                    } else {
+                        format!(": {trace}")
+                    }
                 ))
             }
             Some(_) => {}
@@ -286,6 +298,7 @@ mod tests {
             state: state.into(),
             worker: "w1".into(),
             generation,
+            trace: String::new(),
         }
     }
 

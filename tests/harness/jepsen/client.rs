@@ -107,6 +107,7 @@ impl Probe {
                     state: t.state,
                     worker: t.worker_id,
                     generation: t.generation,
+                    trace: t.trace,
                 })
                 .collect(),
         )
