@@ -558,3 +558,59 @@ fn the_offsets_table_fences_an_older_generation_and_resumes_a_new_one() {
     );
     say("FENCE: generation 1 refused after generation 2 took over; 10 rows once");
 }
+
+/// A task that cannot reach the database when it starts (its `open` reads the offsets there)
+/// retries with backoff within `errors.retry.timeout` instead of failing, and writes once the
+/// database is up.
+#[test]
+fn a_task_starting_while_the_database_is_down_waits_for_it() {
+    let pg = Postgres::start();
+    pg.stop_server();
+    let kafka = Kafka::start(&[("orders", 1)]);
+    let (cluster, leader) = started(1, &kafka, json_workers());
+    ferry_tests::pipeline::create(
+        &cluster,
+        leader,
+        "late-db",
+        &[
+            (
+                "connector.class",
+                "io.confluent.connect.jdbc.JdbcSinkConnector",
+            ),
+            ("connection.url", &pg.jdbc_url("kcdb")),
+            ("connection.user", "kcuser"),
+            ("connection.password", "kcpw"),
+            ("topics", "orders"),
+            ("auto.create", "true"),
+            ("errors.retry.timeout", "120000"),
+            (
+                "key.converter",
+                "org.apache.kafka.connect.storage.StringConverter",
+            ),
+        ],
+    );
+    let producer: BaseProducer = ClientConfig::new()
+        .set("bootstrap.servers", &kafka.bootstrap)
+        .create()
+        .expect("a producer");
+    for id in 1..=3 {
+        send(&producer, "orders", "k", Some(&order(id, "eu", None)));
+    }
+    wait_for("the task retrying its start", FLOW, || {
+        cluster
+            .log_text(leader)
+            .contains("retriable failure: retrying")
+            .then_some(())
+    });
+    std::thread::sleep(Duration::from_secs(3));
+    let states = task_workers(&cluster, leader, "late-db");
+    assert!(
+        states.iter().all(|(s, _)| s != "FAILED"),
+        "the task failed while the database was down: {states:?}"
+    );
+    pg.start_server();
+    wait_for("the rows once the database is up", FLOW, || {
+        (pg.try_psql("SELECT count(*) FROM orders")?.trim() == "3").then_some(())
+    });
+    say("a task started while PostgreSQL was down retried its start and wrote every row once it came up");
+}
