@@ -47,6 +47,17 @@ impl Connector for JdbcSinkConnector {
     }
 }
 
+/// Whether a DDL statement lost a race with the same statement of another session (seen:
+/// 23505 on pg_type's unique index, 42710 "type … already exists", 42P07, 42701).
+fn raced(e: &tokio_postgres::Error) -> bool {
+    e.code().is_some_and(|c| {
+        *c == SqlState::UNIQUE_VIOLATION
+            || *c == SqlState::DUPLICATE_TABLE
+            || *c == SqlState::DUPLICATE_COLUMN
+            || *c == SqlState::DUPLICATE_OBJECT
+    })
+}
+
 pub struct JdbcSinkTask {
     props: Props,
     config: Option<JdbcSinkConfig>,
@@ -91,10 +102,7 @@ impl JdbcSinkTask {
             if let Err(e) = client.batch_execute(&dialect::create_offsets_table()).await {
                 // Tasks starting together race to create it: PostgreSQL's CREATE TABLE IF
                 // NOT EXISTS then fails on its catalog's unique index, or finds it made.
-                let raced = e.code().is_some_and(|c| {
-                    *c == SqlState::UNIQUE_VIOLATION || *c == SqlState::DUPLICATE_TABLE
-                });
-                if !raced {
+                if !raced(&e) {
                     return Err(classify("create the offsets table", &e));
                 }
                 debug!("another task created the offsets table meanwhile");
@@ -194,6 +202,14 @@ impl JdbcSinkTask {
             info!(table = %name, statement = %ddl, "changing the table");
             let client = self.client().await?;
             if let Err(e) = client.batch_execute(&ddl).await {
+                if raced(&e) {
+                    // Tasks writing the same new table create or evolve it together:
+                    // PostgreSQL then refuses all but one (on its catalog's unique index, or as
+                    // an existing table or column). Again, with the columns as they are now.
+                    return Err(ConnectError::retriable(format!(
+                        "table {name} was changed by another task meanwhile: trying again"
+                    )));
+                }
                 return Err(self.failed(&format!("change table {name}"), e));
             }
         }
