@@ -55,14 +55,12 @@ impl<'a> Retry<'a> {
         self.attempt += 1;
         let (what, attempt) = (self.what, self.attempt);
         let Some(delay) = self.errors.task_delay(attempt, self.started.elapsed()) else {
-            // Given up: no other layer retries it again.
             return Err(ConnectError {
                 message: format!(
                     "{what} failed {attempt} times in {} ms (errors.retry.timeout): {}",
                     self.started.elapsed().as_millis(),
                     e.message
                 ),
-                retry: ferry_connect::Retry::Fatal,
                 ..e
             }
             .into());

@@ -22,8 +22,8 @@ use crate::dlq::Original;
 use crate::report::{Held, Reporter};
 use crate::retry::Retry;
 use crate::unit::{
-    converter_classes, converters, header_converter, lifecycle, stopped, Failure, RaftCommitter,
-    UnitCtx,
+    converter_classes, converters, header_converter, lifecycle, started, stopped, Failure,
+    RaftCommitter, UnitCtx,
 };
 use ferry_connect::converter::HeaderConverter;
 use ferry_connect::errors::ErrorSettings;
@@ -412,7 +412,11 @@ async fn session(
     mut control: watch::Receiver<TargetState>,
     mut stop: watch::Receiver<bool>,
 ) -> Result<(), Failure> {
-    let mut sink = SinkLoop::start(ctx, stop.clone()).await?;
+    let mut waiting = stop.clone();
+    let mut sink = started(&ctx, &mut waiting, || {
+        SinkLoop::start(ctx.clone(), stop.clone())
+    })
+    .await?;
     let outcome = match sink.run(&mut control, &mut stop).await {
         // A final commit: it is fenced if the task moved meanwhile.
         Ok(()) => sink.commit().await,

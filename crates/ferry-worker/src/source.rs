@@ -26,8 +26,8 @@ use crate::dlq::Original;
 use crate::report::Reporter;
 use crate::retry::Retry;
 use crate::unit::{
-    converter_classes, converters, header_converter, lifecycle, stopped, CommittedSourceOffsets,
-    Failure, UnitCtx,
+    converter_classes, converters, header_converter, lifecycle, started, stopped,
+    CommittedSourceOffsets, Failure, UnitCtx,
 };
 use ferry_connect::converter::HeaderConverter;
 use ferry_connect::transform::{Applied, Chain};
@@ -373,7 +373,11 @@ async fn session(
     mut control: watch::Receiver<TargetState>,
     mut stop: watch::Receiver<bool>,
 ) -> Result<(), Failure> {
-    let mut source = SourceLoop::start(ctx, stop.clone()).await?;
+    let mut waiting = stop.clone();
+    let mut source = started(&ctx, &mut waiting, || {
+        SourceLoop::start(ctx.clone(), stop.clone())
+    })
+    .await?;
     let outcome = match source.run(&mut control, &mut stop).await {
         Ok(()) => source.commit().await,
         other => other,

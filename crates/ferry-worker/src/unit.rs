@@ -15,7 +15,6 @@ use ferry_meta::{MetaNode, Rejection, Request};
 use tracing::{debug, warn};
 
 use crate::kafka::KafkaSettings;
-use crate::retry::Retry;
 
 /// Runtime settings shared by every unit of a worker.
 #[derive(Clone, Debug)]
@@ -317,13 +316,33 @@ pub async fn stopped(stop: &mut tokio::sync::watch::Receiver<bool>) {
     let _ = stop.wait_for(|s| *s).await;
 }
 
-/// A session that ran this long before it failed gets a fresh retry budget.
-const FRESH_RETRIES_AFTER: Duration = Duration::from_secs(60);
+/// Start a session's loop, again with backoff while that fails retriably (its database or
+/// store unreachable as the task opens, the control plane just after a restart), within
+/// `errors.retry.timeout` (five quick retries when it is 0). Nothing was written or committed
+/// by this session yet, so starting again is safe for every sink; a failure after the start
+/// goes through the retry layer of the call that failed, or fails the task.
+pub async fn started<T, F, Fut>(
+    ctx: &UnitCtx,
+    stop: &mut tokio::sync::watch::Receiver<bool>,
+    mut start: F,
+) -> Result<T, Failure>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<T, Failure>>,
+{
+    let errors = ferry_connect::errors::ErrorSettings::from_config(&ctx.connector_config)?;
+    let mut retry = crate::retry::Retry::new(&errors, "start");
+    loop {
+        match start().await {
+            Err(Failure::Task(e)) if e.is_retriable() => retry.after(e, stop, &ctx.label()).await?,
+            other => return other,
+        }
+    }
+}
 
 /// The life of a task: sessions of work while its target state is RUNNING or PAUSED, idle
 /// (status STOPPED) while it is STOPPED, until it is told to stop, is fenced, or fails. A
-/// session ends with `Ok` when the target turns STOPPED or the unit is stopped; one that
-/// fails with a retriable error starts again (see below).
+/// session ends with `Ok` when the target turns STOPPED or the unit is stopped.
 pub async fn lifecycle<F, Fut>(
     ctx: UnitCtx,
     mut control: tokio::sync::watch::Receiver<TargetState>,
@@ -337,11 +356,6 @@ pub async fn lifecycle<F, Fut>(
     ) -> Fut,
     Fut: std::future::Future<Output = Result<(), Failure>>,
 {
-    // A session that fails with a retriable error no retry layer took (starting: the
-    // database, the control plane right after a restart; a commit the control plane could not
-    // take) starts again with backoff, within errors.retry.timeout, from the last commit.
-    let errors = ferry_connect::errors::ErrorSettings::from_config(&ctx.connector_config).ok();
-    let mut retry = errors.as_ref().map(|e| Retry::new(e, "start"));
     loop {
         if *control.borrow_and_update() == TargetState::Stopped {
             if let Err(Failure::Fenced) = ctx.report(RunState::Stopped, None).await {
@@ -357,12 +371,7 @@ pub async fn lifecycle<F, Fut>(
         if *stop.borrow() {
             return;
         }
-        let began = tokio::time::Instant::now();
-        let outcome = session(ctx.clone(), control.clone(), stop.clone()).await;
-        if began.elapsed() > FRESH_RETRIES_AFTER {
-            retry = errors.as_ref().map(|e| Retry::new(e, "start"));
-        }
-        match outcome {
+        match session(ctx.clone(), control.clone(), stop.clone()).await {
             Ok(()) if *stop.borrow() => return,
             Ok(()) => {}
             Err(Failure::Fenced) => {
@@ -370,18 +379,6 @@ pub async fn lifecycle<F, Fut>(
                 return;
             }
             Err(Failure::Stopped) => return,
-            Err(Failure::Task(e)) if e.is_retriable() && retry.is_some() => {
-                if let Some(r) = retry.as_mut() {
-                    match r.after(e, &mut stop, &ctx.label()).await {
-                        Ok(()) => {}
-                        Err(Failure::Task(e)) => {
-                            ctx.report_failure(&e).await;
-                            return;
-                        }
-                        Err(_) => return,
-                    }
-                }
-            }
             Err(Failure::Task(e)) => {
                 ctx.report_failure(&e).await;
                 return;
