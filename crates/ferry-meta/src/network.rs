@@ -110,8 +110,14 @@ impl PeerClient {
         decoded.map_err(CallError::Remote)
     }
 
-    pub async fn probe(&self, timeout: Duration) -> Result<ProbeReply, CallError<String>> {
-        self.call(PeerCall::Probe, &(), timeout).await
+    /// Ask a peer about itself; with an invitation, the voters this node is about to start a
+    /// new cluster with.
+    pub async fn probe(
+        &self,
+        invitation: Option<&std::collections::BTreeMap<NodeId, FerryNode>>,
+        timeout: Duration,
+    ) -> Result<ProbeReply, CallError<String>> {
+        self.call(PeerCall::Probe, &invitation, timeout).await
     }
 
     pub async fn propose(

@@ -9,9 +9,10 @@ use std::time::{Duration, Instant};
 
 use openraft::error::{CheckIsLeaderError, ClientWriteError, RaftError};
 use openraft::{ChangeMembers, ServerState};
-use tracing::{debug, info};
+use tracing::{debug, info, warn};
 
 use crate::error::MetaError;
+use crate::heal::{self, Boot, Member, Standing};
 use crate::network::{CallError, Network, PeerClient};
 use crate::peer::{
     Heartbeat, HeartbeatReply, ProbeReply, Proposal, ProposalError, ProposalReply, ReadIndexReply,
@@ -43,6 +44,32 @@ struct Inner {
     quorum_window: Duration,
     /// How long a write or a linearizable read keeps trying to reach a leader.
     deadline: Duration,
+    /// What this node started with: its data's incarnation and its last log index.
+    boot: Boot,
+    /// The members an initializer named in its invitation, before this node had Raft state.
+    invitation: Mutex<Option<BTreeMap<NodeId, FerryNode>>>,
+    /// On the leader: what each node reported about its start in its latest heartbeat.
+    boots: Mutex<HashMap<NodeId, Seen>>,
+    /// On the leader: voters found to have started behind what the leader had matched for them.
+    suspects: Mutex<BTreeMap<NodeId, String>>,
+    /// Held while a membership change is decided and made, so that a client's add or remove
+    /// and the healer's changes never act on each other's stale view.
+    membership: tokio::sync::Mutex<()>,
+}
+
+/// A node's start as the leader saw it in its heartbeats.
+struct Seen {
+    boot: Boot,
+    /// The term of the leader that saw it.
+    term: u64,
+    /// The highest index the leader had matched for the node at one of that start's heartbeats:
+    /// entries that start acknowledged, which its next start must still have.
+    matched: Option<u64>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    // A poisoned lock only means a panic elsewhere; these maps stay consistent.
+    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 /// What a write returned: the state machine's answer and where it sits in the log.
@@ -62,12 +89,20 @@ impl MetaNode {
         quorum_window: Duration,
         overrides: BTreeMap<NodeId, String>,
     ) -> Result<Self, MetaError> {
+        // A node campaigns only once it knows it is whole (see `crate::heal`).
         let config = Arc::new(
-            config
-                .validate()
-                .map_err(|e| MetaError::Raft(format!("invalid raft config: {e}")))?,
+            openraft::Config {
+                enable_elect: false,
+                ..config
+            }
+            .validate()
+            .map_err(|e| MetaError::Raft(format!("invalid raft config: {e}")))?,
         );
-        let (log, sm) = store::open(dir)?;
+        let store::Opened {
+            log,
+            sm,
+            incarnation,
+        } = store::open(dir)?;
         let state = sm.reader();
         let committed = log.committed();
         let overrides = Arc::new(overrides);
@@ -77,7 +112,13 @@ impl MetaNode {
         let raft = Raft::new(id, config, network, log, sm)
             .await
             .map_err(|e| MetaError::Raft(format!("cannot start raft: {e}")))?;
-        Ok(MetaNode {
+        let boot = Boot {
+            incarnation,
+            boot_id: uuid::Uuid::new_v4().to_string(),
+            last_log_index: raft.metrics().borrow().last_log_index,
+        };
+        info!(incarnation = %boot.incarnation, last_log_index = ?boot.last_log_index, "raft storage opened");
+        let node = MetaNode {
             inner: Arc::new(Inner {
                 id,
                 raft,
@@ -88,8 +129,146 @@ impl MetaNode {
                 overrides,
                 quorum_window,
                 deadline,
+                boot,
+                invitation: Mutex::new(None),
+                boots: Mutex::new(HashMap::new()),
+                suspects: Mutex::new(BTreeMap::new()),
+                membership: tokio::sync::Mutex::new(()),
             }),
-        })
+        };
+        tokio::spawn(node.clone().follow_standing());
+        Ok(node)
+    }
+
+    /// Let Raft campaign only while this node is a whole voter, and log every change of
+    /// standing; ends when Raft stops.
+    async fn follow_standing(self) {
+        let mut metrics = self.inner.raft.metrics();
+        let mut last: Option<(Standing, bool)> = None;
+        loop {
+            let voter = {
+                let m = metrics.borrow_and_update();
+                m.membership_config
+                    .membership()
+                    .voter_ids()
+                    .any(|v| v == self.id())
+            };
+            let standing = self.standing();
+            let now = (standing.clone(), voter);
+            if last.as_ref() != Some(&now) {
+                let elect = voter && standing == Standing::Whole;
+                self.inner.raft.runtime_config().elect(elect);
+                if elect {
+                    info!(voter, "this node is whole: it votes and may campaign");
+                } else if !standing.may_vote() {
+                    warn!(reason = %standing.reason(&self.inner.boot.incarnation), "not voting");
+                }
+                last = Some(now);
+            }
+            // The invitation changes without a metrics change: look again soon while not whole.
+            let wait = if standing == Standing::Whole {
+                Duration::from_secs(3600)
+            } else {
+                Duration::from_millis(200)
+            };
+            tokio::select! {
+                changed = metrics.changed() => if changed.is_err() { return },
+                _ = tokio::time::sleep(wait) => {}
+            }
+        }
+    }
+
+    /// Where this node stands (see [`heal::standing`]).
+    pub fn standing(&self) -> Standing {
+        let (initialized, recorded) = {
+            let m = self.inner.raft.metrics();
+            let m = m.borrow();
+            let membership = m.membership_config.membership();
+            (
+                m.last_log_index.is_some() || membership.voter_ids().next().is_some(),
+                membership.get_node(&self.id()).cloned(),
+            )
+        };
+        let invitation = lock(&self.inner.invitation);
+        heal::standing(
+            &self.inner.boot.incarnation,
+            initialized,
+            recorded.as_ref(),
+            invitation.as_ref().and_then(|m| m.get(&self.id())),
+        )
+    }
+
+    /// What this node started with.
+    pub fn boot(&self) -> &Boot {
+        &self.inner.boot
+    }
+
+    /// How long writes and linearizable reads keep trying.
+    pub fn deadline(&self) -> Duration {
+        self.inner.deadline
+    }
+
+    /// On the leader: every member with what the leader knows of it, and the applied index.
+    pub fn members_seen_by_leader(&self) -> (Vec<Member>, Option<u64>) {
+        let m = self.inner.raft.metrics().borrow().clone();
+        let membership = m.membership_config.membership();
+        let voters: BTreeSet<NodeId> = membership.voter_ids().collect();
+        let replication = m.replication.clone().unwrap_or_default();
+        let members: Vec<Member> = membership
+            .nodes()
+            .map(|(id, node)| Member {
+                id: *id,
+                node: node.clone(),
+                voter: voters.contains(id),
+                matched: replication.get(id).and_then(|l| l.map(|l| l.index)),
+            })
+            .collect();
+        (members, m.last_applied.map(|l| l.index))
+    }
+
+    /// On the leader: the incarnation each node reported last.
+    pub fn reported_incarnations(&self) -> BTreeMap<NodeId, String> {
+        lock(&self.inner.boots)
+            .iter()
+            .map(|(id, seen)| (*id, seen.boot.incarnation.clone()))
+            .collect()
+    }
+
+    /// On the leader: the voters to demote, with why.
+    pub fn suspects(&self) -> BTreeMap<NodeId, String> {
+        lock(&self.inner.suspects).clone()
+    }
+
+    /// Forget the suspects `done` says are dealt with.
+    pub fn clear_suspects(&self, done: impl Fn(NodeId) -> bool) {
+        lock(&self.inner.suspects).retain(|id, _| !done(*id));
+    }
+
+    /// On the leader: a node's start, from its heartbeat, with the index the leader has matched
+    /// for it now. A node whose new start has less than its previous start had acknowledged
+    /// (seen by this leader, in this term) becomes a suspect.
+    fn note_boot(&self, worker: NodeId, boot: &Boot, term: u64, matched: Option<u64>) {
+        let mut boots = lock(&self.inner.boots);
+        if let Some(seen) = boots.get_mut(&worker) {
+            if seen.boot.boot_id == boot.boot_id && seen.term == term {
+                seen.matched = seen.matched.max(matched);
+                return;
+            }
+            if seen.boot.boot_id != boot.boot_id && seen.term == term && worker != self.id() {
+                if let Some(reason) = heal::started_behind(boot, seen.matched) {
+                    warn!(node = worker, %reason, "a node came back with fewer entries than it acknowledged");
+                    lock(&self.inner.suspects).insert(worker, reason);
+                }
+            }
+        }
+        boots.insert(
+            worker,
+            Seen {
+                boot: boot.clone(),
+                term,
+                matched,
+            },
+        );
     }
 
     pub fn id(&self) -> NodeId {
@@ -229,6 +408,10 @@ impl MetaNode {
     /// Carry out a proposal here, if this node is the leader.
     pub async fn propose_local(&self, proposal: &Proposal) -> Result<ProposalReply, ProposalError> {
         let raft = &self.inner.raft;
+        let _membership = match proposal {
+            Proposal::Write(_) => None,
+            _ => Some(self.membership_lock().await),
+        };
         match proposal {
             Proposal::Write(request) => {
                 let written = raft
@@ -246,9 +429,13 @@ impl MetaNode {
                 target_voters,
             } => {
                 self.ensure_leader()?;
+                let node = FerryNode {
+                    incarnation: self.probe_incarnation(*id, &node.raft_addr).await?,
+                    ..node.clone()
+                };
                 info!(node = id, %node, "adding learner");
                 let added = raft
-                    .add_learner(*id, node.clone(), false)
+                    .add_learner(*id, node, false)
                     .await
                     .map_err(write_error)?;
                 self.wait_caught_up(*id, added.log_id.index).await?;
@@ -268,10 +455,9 @@ impl MetaNode {
                         target_voters,
                         "promoting to voter"
                     );
-                    let promoted = raft
-                        .change_membership(ChangeMembers::AddVoterIds(BTreeSet::from([*id])), false)
-                        .await
-                        .map_err(write_error)?;
+                    let promoted = self
+                        .change_membership(ChangeMembers::AddVoterIds(BTreeSet::from([*id])))
+                        .await?;
                     log_index = promoted.log_id.index;
                 }
                 Ok(ProposalReply {
@@ -302,14 +488,92 @@ impl MetaNode {
                     info!(node = id, "removing learner");
                     ChangeMembers::RemoveNodes(BTreeSet::from([*id]))
                 };
-                let reply = raft
-                    .change_membership(change, false)
-                    .await
-                    .map_err(write_error)?;
+                let reply = self.change_membership(change).await?;
                 Ok(ProposalReply {
                     answer: Ok(Outcome::Done),
                     log_index: reply.log_id.index,
                 })
+            }
+        }
+    }
+
+    /// The lock under which membership changes are decided and made, one at a time.
+    pub async fn membership_lock(&self) -> tokio::sync::MutexGuard<'_, ()> {
+        self.inner.membership.lock().await
+    }
+
+    /// Change the membership, waiting (up to the deadline) for a change in progress — the
+    /// healer's, or another client's — to finish first. Voters removed are removed entirely
+    /// unless the change is a demotion (`RemoveVoters` keeps them as learners only when asked
+    /// through [`Self::demote`]).
+    pub async fn change_membership(
+        &self,
+        change: ChangeMembers<NodeId, FerryNode>,
+    ) -> Result<openraft::raft::ClientWriteResponse<crate::types::TypeConfig>, ProposalError> {
+        self.change_membership_retaining(change, false).await
+    }
+
+    /// Make voters learners (see [`Self::change_membership`]).
+    pub async fn demote(
+        &self,
+        ids: BTreeSet<NodeId>,
+    ) -> Result<openraft::raft::ClientWriteResponse<crate::types::TypeConfig>, ProposalError> {
+        self.change_membership_retaining(ChangeMembers::RemoveVoters(ids), true)
+            .await
+    }
+
+    async fn change_membership_retaining(
+        &self,
+        change: ChangeMembers<NodeId, FerryNode>,
+        retain: bool,
+    ) -> Result<openraft::raft::ClientWriteResponse<crate::types::TypeConfig>, ProposalError> {
+        let started = Instant::now();
+        loop {
+            let attempt = tokio::time::timeout(
+                self.inner.deadline,
+                self.inner.raft.change_membership(change.clone(), retain),
+            )
+            .await
+            .map_err(|_| {
+                ProposalError::Unavailable(format!(
+                    "the membership change was not committed within {} ms (is a quorum of voters up?)",
+                    self.inner.deadline.as_millis()
+                ))
+            })?;
+            match attempt {
+                Err(RaftError::APIError(ClientWriteError::ChangeMembershipError(
+                    openraft::error::ChangeMembershipError::InProgress(busy),
+                ))) if started.elapsed() < self.inner.deadline => {
+                    debug!(%busy, "another membership change is in progress: waiting");
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+                other => return other.map_err(write_error),
+            }
+        }
+    }
+
+    /// Ask a node that is about to be added for its incarnation.
+    async fn probe_incarnation(&self, id: NodeId, addr: &str) -> Result<String, ProposalError> {
+        let client = self
+            .peer(id, addr)
+            .map_err(|e| ProposalError::Refused(e.to_string()))?;
+        let started = Instant::now();
+        loop {
+            match client.probe(None, PEER_CALL_TIMEOUT).await {
+                Ok(reply) if reply.node_id == id => return Ok(reply.incarnation),
+                Ok(reply) => {
+                    return Err(ProposalError::Refused(format!(
+                        "the node at {addr} says it is node {}, not node {id}",
+                        reply.node_id
+                    )))
+                }
+                Err(e) if started.elapsed() >= self.inner.deadline => {
+                    return Err(ProposalError::Refused(format!(
+                        "cannot reach node {id} at {addr} to add it ({e:?}); is ferryd running \
+                         there, and is its raft_addr reachable from the leader?"
+                    )))
+                }
+                Err(_) => tokio::time::sleep(Duration::from_millis(200)).await,
             }
         }
     }
@@ -407,18 +671,29 @@ impl MetaNode {
 
     /// On the leader: record a worker's heartbeat, if this node is a leader a quorum answered
     /// recently. Not written to the log.
-    pub fn receive_heartbeat(&self, worker: NodeId) -> Result<HeartbeatReply, ProposalError> {
-        let (leader, quorum_age, applied) = {
+    pub fn receive_heartbeat(&self, beat: &Heartbeat) -> Result<HeartbeatReply, ProposalError> {
+        let worker = beat.worker;
+        let (leader, quorum_age, applied, term, matched) = {
             let metrics = self.inner.raft.metrics();
             let m = metrics.borrow();
+            let matched = m
+                .replication
+                .as_ref()
+                .and_then(|r| r.get(&worker).copied().flatten())
+                .map(|l| l.index);
             (
                 m.current_leader,
                 m.millis_since_quorum_ack,
                 m.last_applied.map(|l| l.index),
+                m.current_term,
+                matched,
             )
         };
         if leader != Some(self.id()) {
             return Err(ProposalError::NotLeader { leader });
+        }
+        if let Some(boot) = &beat.boot {
+            self.note_boot(worker, boot, term, matched);
         }
         let recent =
             quorum_age.is_some_and(|ms| u128::from(ms) <= self.inner.quorum_window.as_millis());
@@ -458,31 +733,44 @@ impl MetaNode {
 
     /// Send this worker's heartbeat to the leader (or record it, on the leader).
     pub async fn send_heartbeat(&self, timeout: Duration) -> Result<HeartbeatReply, ProposalError> {
+        let beat = Heartbeat {
+            worker: self.id(),
+            boot: Some(self.inner.boot.clone()),
+        };
         match self.leader() {
-            Some(leader) if leader == self.id() => self.receive_heartbeat(self.id()),
+            Some(leader) if leader == self.id() => self.receive_heartbeat(&beat),
             Some(leader) => {
                 let client = self.leader_client(leader)?;
-                let beat = Heartbeat { worker: self.id() };
                 from_leader(&client, client.heartbeat(&beat, timeout).await)
             }
             None => Err(ProposalError::NotLeader { leader: None }),
         }
     }
 
-    /// What this node says about itself to a bootstrapping peer.
-    pub async fn probe(&self) -> Result<ProbeReply, MetaError> {
+    /// What this node says about itself to a bootstrapping peer. An invitation (the voters an
+    /// initializer is about to start a cluster with) is kept while this node has no Raft state:
+    /// it may then vote in that cluster's first election.
+    pub async fn probe(
+        &self,
+        invitation: Option<BTreeMap<NodeId, FerryNode>>,
+    ) -> Result<ProbeReply, MetaError> {
         let initialized = self
             .inner
             .raft
             .is_initialized()
             .await
             .map_err(|e| MetaError::Raft(e.to_string()))?;
+        if let Some(members) = invitation.filter(|_| !initialized) {
+            info!(voters = ?members.keys().collect::<Vec<_>>(), "invited to bootstrap a cluster");
+            *lock(&self.inner.invitation) = Some(members);
+        }
         let cluster_id = self.state().read().state.cluster_id.clone();
         Ok(ProbeReply {
             node_id: self.id(),
             initialized,
             cluster_id,
             leader: self.leader(),
+            incarnation: self.inner.boot.incarnation.clone(),
         })
     }
 

@@ -28,6 +28,9 @@ pub enum PeerCall {
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
 pub struct Heartbeat {
     pub worker: NodeId,
+    /// What the worker's node started with (see `crate::heal`).
+    #[serde(default)]
+    pub boot: Option<crate::heal::Boot>,
 }
 
 /// The leader's answer: `acked` only while it has heard from a quorum recently, so that a
@@ -104,6 +107,9 @@ pub struct ProbeReply {
     pub initialized: bool,
     pub cluster_id: Option<String>,
     pub leader: Option<NodeId>,
+    /// The incarnation of its data (see `crate::heal`).
+    #[serde(default)]
+    pub incarnation: String,
 }
 
 /// The peer service of one node.
@@ -144,7 +150,21 @@ impl Peer for PeerService {
         &self,
         request: GrpcRequest<RaftPayload>,
     ) -> Result<GrpcResponse<RaftPayload>, Status> {
-        let rpc = decode(request)?;
+        let rpc: openraft::raft::VoteRequest<NodeId> = decode(request)?;
+        let standing = self.node.standing();
+        if !standing.may_vote() {
+            let m = self.node.raft().metrics().borrow().clone();
+            tracing::info!(candidate = %rpc.vote, reason = %standing.reason(&self.node.boot().incarnation), "vote refused");
+            let refusal: Result<
+                openraft::raft::VoteResponse<NodeId>,
+                openraft::error::RaftError<NodeId>,
+            > = Ok(openraft::raft::VoteResponse {
+                vote: m.vote,
+                vote_granted: false,
+                last_log_id: None,
+            });
+            return encode(&refusal);
+        }
         encode(&self.node.raft().vote(rpc).await)
     }
 
@@ -176,14 +196,16 @@ impl Peer for PeerService {
         request: GrpcRequest<RaftPayload>,
     ) -> Result<GrpcResponse<RaftPayload>, Status> {
         let beat: Heartbeat = decode(request)?;
-        encode(&self.node.receive_heartbeat(beat.worker))
+        encode(&self.node.receive_heartbeat(&beat))
     }
 
     async fn probe(
         &self,
-        _request: GrpcRequest<RaftPayload>,
+        request: GrpcRequest<RaftPayload>,
     ) -> Result<GrpcResponse<RaftPayload>, Status> {
-        let reply: Result<ProbeReply, String> = self.node.probe().await.map_err(|e| e.to_string());
+        let invitation: Option<std::collections::BTreeMap<NodeId, FerryNode>> = decode(request)?;
+        let reply: Result<ProbeReply, String> =
+            self.node.probe(invitation).await.map_err(|e| e.to_string());
         encode(&reply)
     }
 }

@@ -24,11 +24,19 @@ pub struct FerryNode {
     pub api_addr: String,
     /// Peer-only gRPC address for Raft and forwarded requests (`host:port`).
     pub raft_addr: String,
+    /// The incarnation of the node's data directory (see `crate::heal`); empty when not known
+    /// yet (a membership written before incarnations existed, or a node added by address).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub incarnation: String,
 }
 
 impl fmt::Display for FerryNode {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "api={} raft={}", self.api_addr, self.raft_addr)
+        write!(f, "api={} raft={}", self.api_addr, self.raft_addr)?;
+        if !self.incarnation.is_empty() {
+            write!(f, " incarnation={}", self.incarnation)?;
+        }
+        Ok(())
     }
 }
 

@@ -18,7 +18,7 @@ impl StoreBuilder<TypeConfig, LogStore, StateMachineStore, tempfile::TempDir> fo
                 e,
             )
         })?;
-        let (log, sm) = store::open(dir.path()).map_err(|e| {
+        let store::Opened { log, sm, .. } = store::open(dir.path()).map_err(|e| {
             StorageError::from_io_error(
                 openraft::ErrorSubject::Store,
                 openraft::ErrorVerb::Write,

@@ -31,7 +31,7 @@ async fn a_snapshot_restores_state_and_last_applied_together() {
         },
     );
     let before: AppliedState = {
-        let (_log, mut sm) = store::open(dir.path()).expect("open");
+        let mut sm = store::open(dir.path()).expect("open").sm;
         let answers = sm
             .apply(vec![
                 entry(
@@ -48,7 +48,9 @@ async fn a_snapshot_restores_state_and_last_applied_together() {
         let applied = sm.reader().read().clone();
         applied
     };
-    let (mut log, mut sm) = store::open(dir.path()).expect("reopen");
+    let store::Opened {
+        mut log, mut sm, ..
+    } = store::open(dir.path()).expect("reopen");
     let (last, membership) = sm.applied_state().await.expect("applied state");
     assert_eq!(last, before.last_applied);
     assert_eq!(membership, before.membership);
@@ -61,4 +63,16 @@ async fn a_snapshot_restores_state_and_last_applied_together() {
     // The log is empty (nothing was appended), and reports so.
     let log_state = log.get_log_state().await.expect("log state");
     assert_eq!(log_state.last_log_id, None);
+}
+
+#[test]
+fn the_incarnation_is_created_with_the_database_and_kept_across_opens() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let first = store::open(dir.path()).expect("open").incarnation;
+    let again = store::open(dir.path()).expect("reopen").incarnation;
+    assert_eq!(first, again, "the same data keeps its incarnation");
+    let wiped = tempfile::tempdir().expect("tempdir");
+    let other = store::open(wiped.path()).expect("open").incarnation;
+    assert_ne!(first, other, "a new data directory is a new incarnation");
+    assert!(!first.is_empty());
 }

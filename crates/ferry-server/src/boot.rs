@@ -39,10 +39,6 @@ const SERVER_DRAIN: Duration = Duration::from_secs(2);
 pub async fn run(config: ClusterConfig, mut shutdown: watch::Receiver<bool>) -> anyhow::Result<()> {
     std::fs::create_dir_all(&config.data_dir)
         .with_context(|| format!("cannot create data_dir {}", config.data_dir.display()))?;
-    let me = FerryNode {
-        api_addr: config.api_addr.clone(),
-        raft_addr: config.raft_addr.clone(),
-    };
     let node = MetaNode::start(
         config.node_id,
         &config.data_dir.join("raft"),
@@ -53,6 +49,11 @@ pub async fn run(config: ClusterConfig, mut shutdown: watch::Receiver<bool>) -> 
     )
     .await
     .context("cannot start the control plane")?;
+    let me = FerryNode {
+        api_addr: config.api_addr.clone(),
+        raft_addr: config.raft_addr.clone(),
+        incarnation: node.boot().incarnation.clone(),
+    };
 
     let peer_listener = TcpListener::bind(&config.raft_addr)
         .await
@@ -96,6 +97,12 @@ pub async fn run(config: ClusterConfig, mut shutdown: watch::Receiver<bool>) -> 
         plugins.clone(),
         kafka.clone(),
         timing,
+        shutdown.clone(),
+    ));
+
+    let healer = tokio::spawn(ferry_meta::heal::run(
+        node.clone(),
+        config.target_voters,
         shutdown.clone(),
     ));
 
@@ -144,6 +151,7 @@ pub async fn run(config: ClusterConfig, mut shutdown: watch::Receiver<bool>) -> 
     info!("shutting down");
     boot.abort();
     let _ = scheduler.await;
+    let _ = healer.await;
     let _ = lease.await;
     let _ = runtime.await;
     peer_stop_tx.send_replace(true);
@@ -217,7 +225,7 @@ async fn bootstrap(
             .filter(|p| p.id != config.node_id && initializer(&peer_ids) == Some(config.node_id));
         for peer in others {
             let client = node.peer(peer.id, &peer.raft_addr)?;
-            answers.push((peer.id, client.probe(PROBE_TIMEOUT).await.ok()));
+            answers.push((peer.id, client.probe(None, PROBE_TIMEOUT).await.ok()));
         }
         match decide(config.node_id, &peer_ids, &answers) {
             Decision::NotInitializer { initializer } => {
@@ -236,6 +244,17 @@ async fn bootstrap(
                 return Ok(());
             }
             Decision::Initialize => {
+                let incarnation = |id: u64| {
+                    if id == config.node_id {
+                        return node.boot().incarnation.clone();
+                    }
+                    answers
+                        .iter()
+                        .find(|(peer, _)| *peer == id)
+                        .and_then(|(_, reply)| reply.as_ref())
+                        .map(|reply| reply.incarnation.clone())
+                        .unwrap_or_default()
+                };
                 let members: BTreeMap<u64, FerryNode> = config
                     .peers
                     .iter()
@@ -243,10 +262,19 @@ async fn bootstrap(
                         let node = FerryNode {
                             api_addr: p.api_addr.clone(),
                             raft_addr: p.raft_addr.clone(),
+                            incarnation: incarnation(p.id),
                         };
                         (p.id, node)
                     })
                     .collect();
+                // Each peer votes in the first election only once it knows it is one of the
+                // voters named here (an empty node votes for nobody: it may have been wiped).
+                if !invite(node, config, &members).await {
+                    if !pause(&mut shutdown, Duration::from_millis(200)).await {
+                        return Ok(());
+                    }
+                    continue;
+                }
                 info!(voters = ?peer_ids, "every peer is reachable and new: initializing the cluster");
                 if let Err(e) = node.raft().initialize(members).await {
                     warn!(error = %e, "initialize refused; this node already has Raft state");
@@ -267,6 +295,35 @@ async fn bootstrap(
             return Ok(());
         }
     }
+}
+
+/// Tell every other static peer the voters of the cluster about to be initialized; whether
+/// each took the invitation while still new.
+async fn invite(
+    node: &MetaNode,
+    config: &ClusterConfig,
+    members: &BTreeMap<u64, FerryNode>,
+) -> bool {
+    for peer in config.peers.iter().filter(|p| p.id != config.node_id) {
+        let Ok(client) = node.peer(peer.id, &peer.raft_addr) else {
+            return false;
+        };
+        match client.probe(Some(members), PROBE_TIMEOUT).await {
+            Ok(reply) if !reply.initialized => {}
+            Ok(_) => {
+                warn!(
+                    peer = peer.id,
+                    "the peer joined a cluster meanwhile: not initializing"
+                );
+                return false;
+            }
+            Err(e) => {
+                info!(peer = peer.id, error = ?e, "the peer did not take the invitation yet");
+                return false;
+            }
+        }
+    }
+    true
 }
 
 fn cluster_id_file(data_dir: &Path) -> PathBuf {

@@ -68,6 +68,7 @@ mod tests {
                 initialized: false,
                 cluster_id: None,
                 leader: None,
+                incarnation: format!("i{id}"),
             }),
         )
     }
@@ -80,6 +81,7 @@ mod tests {
                 initialized: true,
                 cluster_id: Some("c1".into()),
                 leader: Some(2),
+                incarnation: format!("i{id}"),
             }),
         )
     }

@@ -29,12 +29,56 @@ use crate::types::Entry;
 /// How many recent log entries each node keeps decoded in memory, for replication.
 pub const LOG_CACHE_ENTRIES: usize = 1024;
 
+/// Where the incarnation id is kept, beside the Raft data it names.
+const NODE_TREE: &str = "node";
+const INCARNATION: &str = "incarnation";
+
+/// A node's storage, opened.
+pub struct Opened {
+    pub log: LogStore,
+    pub sm: StateMachineStore,
+    /// The id of this copy of the node's data, created with the database: a node whose data
+    /// directory was wiped comes back under a new one (see `crate::heal`).
+    pub incarnation: String,
+}
+
 /// Open (or create) the node's Raft storage under `dir`.
-pub fn open(dir: &Path) -> Result<(LogStore, StateMachineStore), MetaError> {
+pub fn open(dir: &Path) -> Result<Opened, MetaError> {
     let db = open_db(dir)?;
+    let incarnation = incarnation(&db)?;
     let log = LogStore::open(&db, LOG_CACHE_ENTRIES)?;
     let sm = StateMachineStore::open(&db)?;
-    Ok((log, sm))
+    Ok(Opened {
+        log,
+        sm,
+        incarnation,
+    })
+}
+
+/// The database's incarnation id, created (and flushed) the first time it is opened. A database
+/// written before incarnations existed gets one too; the leader records it in the membership.
+fn incarnation(db: &sled::Db) -> Result<String, MetaError> {
+    let storage = |what: &str| {
+        let what = what.to_string();
+        move |source| MetaError::Storage { what, source }
+    };
+    let tree = db
+        .open_tree(NODE_TREE)
+        .map_err(storage("open sled tree node"))?;
+    if let Some(raw) = tree
+        .get(INCARNATION)
+        .map_err(storage("read the incarnation id"))?
+    {
+        return String::from_utf8(raw.to_vec()).map_err(|e| MetaError::Corrupt {
+            what: "the incarnation id".into(),
+            reason: e.to_string(),
+        });
+    }
+    let id = uuid::Uuid::new_v4().to_string();
+    tree.insert(INCARNATION, id.as_bytes())
+        .map_err(storage("write the incarnation id"))?;
+    db.flush().map_err(storage("flush the incarnation id"))?;
+    Ok(id)
 }
 
 /// The committed log entries of a node that is not running (its storage is locked while it

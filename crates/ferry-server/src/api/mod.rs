@@ -633,6 +633,7 @@ impl Management for Api {
         let node = FerryNode {
             api_addr: req.api_addr.clone(),
             raft_addr: req.raft_addr.clone(),
+            incarnation: String::new(),
         };
         info!(node = req.id, %node, "add-node requested");
         self.node
