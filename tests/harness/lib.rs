@@ -113,6 +113,11 @@ pub struct Settings {
     /// The workers' converters (`[worker.converters]`), e.g. ("value.converter",
     /// "org.apache.kafka.connect.json.JsonConverter") as connect-distributed.properties has it.
     pub worker_converters: Vec<(String, String)>,
+    /// Test-only fault: each node's Raft log fails its appends while
+    /// [`Cluster::storage_fault_file`] exists.
+    pub storage_fault: bool,
+    /// Test-only fault: the units of this connector panic as they start.
+    pub panic_connector: Option<String>,
 }
 
 impl Default for Settings {
@@ -135,6 +140,8 @@ impl Default for Settings {
             proxied: false,
             request_timeout_ms: 20000,
             worker_converters: Vec::new(),
+            storage_fault: false,
+            panic_connector: None,
         }
     }
 }
@@ -287,10 +294,19 @@ impl Cluster {
                 overrides.join(", ")
             ));
         }
+        if s.storage_fault {
+            text.push_str(&format!(
+                "test_storage_fault_file = {:?}\n",
+                self.storage_fault_file(id)
+            ));
+        }
         text.push_str(&format!(
             "\n[worker]\nheartbeat_interval_ms = {}\ntimeout_ms = {}\noffset_flush_interval_ms = {}\ntest_disable_lease = {}\ncommit_consumer_group = {}\n",
             s.worker_heartbeat_ms, s.worker_timeout_ms, s.offset_flush_ms, s.disable_lease, s.commit_consumer_group
         ));
+        if let Some(name) = &s.panic_connector {
+            text.push_str(&format!("test_panic_connector = {name:?}\n"));
+        }
         if !s.worker_converters.is_empty() {
             text.push_str("\n[worker.converters]\n");
             for (key, value) in &s.worker_converters {
@@ -301,6 +317,29 @@ impl Cluster {
             text.push_str(&format!("\n[kafka]\nbootstrap_servers = {bootstrap:?}\n"));
         }
         text
+    }
+
+    /// The file whose existence breaks node `id`'s Raft log (with `Settings::storage_fault`).
+    pub fn storage_fault_file(&self, id: u64) -> PathBuf {
+        self.dir.path().join(format!("fail-storage-{id}"))
+    }
+
+    /// Wait for node `id`'s process to end by itself; its exit code.
+    pub fn wait_exit(&mut self, id: u64, timeout: Duration) -> Option<i32> {
+        let node = self.nodes.get_mut(&id).expect("unknown node");
+        let child = node.child.as_mut().expect("the node is not running");
+        let started = Instant::now();
+        loop {
+            if let Some(status) = child.try_wait().expect("cannot wait for ferryd") {
+                node.child = None;
+                return status.code();
+            }
+            assert!(
+                started.elapsed() < timeout,
+                "node {id} still runs after {timeout:?}"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
     }
 
     fn write_config(&self, id: u64) {

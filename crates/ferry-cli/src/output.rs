@@ -315,6 +315,9 @@ pub fn cluster(format: Format, c: &pb::ClusterStatusResponse) {
                 opt(c.snapshot_index),
                 opt(c.purged_index)
             );
+            if !c.not_voting.is_empty() {
+                println!("not voting: {}", c.not_voting);
+            }
             let rows: Vec<Vec<String>> = c
                 .members
                 .iter()
@@ -344,9 +347,12 @@ pub fn cluster(format: Format, c: &pb::ClusterStatusResponse) {
             "snapshot_index": c.snapshot_index,
             "purged_index": c.purged_index,
             "target_voters": c.target_voters,
+            "incarnation": c.incarnation,
+            "not_voting": c.not_voting,
             "members": c.members.iter().map(|m| json!({
                 "id": m.id, "role": m.role, "raft_state": m.raft_state,
                 "api_addr": m.api_addr, "raft_addr": m.raft_addr, "matched_index": m.matched_index,
+                "incarnation": m.incarnation, "acknowledged_index": m.acknowledged_index,
             })).collect::<Vec<_>>(),
         })),
     }

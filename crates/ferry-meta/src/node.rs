@@ -88,6 +88,7 @@ impl MetaNode {
         deadline: Duration,
         quorum_window: Duration,
         overrides: BTreeMap<NodeId, String>,
+        storage_fault_file: Option<std::path::PathBuf>,
     ) -> Result<Self, MetaError> {
         // A node campaigns only once it knows it is whole (see `crate::heal`).
         let config = Arc::new(
@@ -99,10 +100,13 @@ impl MetaNode {
             .map_err(|e| MetaError::Raft(format!("invalid raft config: {e}")))?,
         );
         let store::Opened {
-            log,
+            mut log,
             sm,
             incarnation,
         } = store::open(dir)?;
+        if let Some(file) = storage_fault_file {
+            log.fail_appends_while(file);
+        }
         let state = sm.reader();
         let committed = log.committed();
         let overrides = Arc::new(overrides);
@@ -232,6 +236,17 @@ impl MetaNode {
             .iter()
             .map(|(id, seen)| (*id, seen.boot.incarnation.clone()))
             .collect()
+    }
+
+    /// On the leader: the highest index it had matched for `id` at one of the heartbeats of the
+    /// node's current start (see [`heal::started_behind`]).
+    pub fn acknowledged(&self, id: NodeId) -> Option<u64> {
+        if self.leader() != Some(self.id()) {
+            return None;
+        }
+        lock(&self.inner.boots)
+            .get(&id)
+            .and_then(|seen| seen.matched)
     }
 
     /// On the leader: the voters to demote, with why.

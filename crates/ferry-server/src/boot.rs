@@ -46,9 +46,12 @@ pub async fn run(config: ClusterConfig, mut shutdown: watch::Receiver<bool>) -> 
         config.request_timeout(),
         Duration::from_millis(config.worker.timeout_ms / 2),
         config.peer_overrides(),
+        config.raft.test_storage_fault_file.clone(),
     )
     .await
     .context("cannot start the control plane")?;
+    let raft_watch = tokio::spawn(crate::fatal::watch_raft(node.clone(), shutdown.clone()));
+    check_cluster_id(&config.data_dir, &node)?;
     let me = FerryNode {
         api_addr: config.api_addr.clone(),
         raft_addr: config.raft_addr.clone(),
@@ -129,6 +132,7 @@ pub async fn run(config: ClusterConfig, mut shutdown: watch::Receiver<bool>) -> 
                 ),
                 commit_consumer_group: config.worker.commit_consumer_group,
                 converters: config.worker.converters.clone(),
+                test_panic_connector: config.worker.test_panic_connector.clone(),
             },
             lease_state,
         )
@@ -155,6 +159,7 @@ pub async fn run(config: ClusterConfig, mut shutdown: watch::Receiver<bool>) -> 
     let _ = lease.await;
     let _ = runtime.await;
     peer_stop_tx.send_replace(true);
+    raft_watch.abort();
     for (what, mut task) in [("peer", peer_task), ("api", api_task)] {
         // A graceful stop waits for open connections to close; a client holding one (a status
         // watch, an idle channel) must not keep the node from stopping.
@@ -330,6 +335,53 @@ fn cluster_id_file(data_dir: &Path) -> PathBuf {
     data_dir.join("cluster_id")
 }
 
+/// The cluster id persisted in `data_dir/cluster_id`, if any; an unreadable or corrupt file is
+/// an error saying what to do.
+fn persisted_cluster_id(data_dir: &Path) -> anyhow::Result<Option<String>> {
+    let file = cluster_id_file(data_dir);
+    let text = match std::fs::read(&file) {
+        Ok(bytes) => bytes,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e).with_context(|| format!("cannot read {}", file.display())),
+    };
+    let text = String::from_utf8_lossy(&text);
+    match uuid::Uuid::parse_str(text.trim()) {
+        Ok(id) => Ok(Some(id.to_string())),
+        Err(_) => anyhow::bail!(
+            "{} does not hold a cluster id (it holds {:?}): the file is corrupt. If this node's \
+             Raft data ({}) is intact, delete the file and start the node again (it is written \
+             anew from the Raft data); if not, wipe {} and start the node empty: the leader adds \
+             it back",
+            file.display(),
+            text.chars().take(80).collect::<String>(),
+            data_dir.join("raft").display(),
+            data_dir.display()
+        ),
+    }
+}
+
+/// Before serving: the persisted cluster id must be readable and agree with the Raft data's.
+fn check_cluster_id(data_dir: &Path, node: &MetaNode) -> anyhow::Result<()> {
+    let persisted = persisted_cluster_id(data_dir)?;
+    let replicated = node.state().read().state.cluster_id.clone();
+    if let (Some(p), Some(r)) = (&persisted, &replicated) {
+        if p != r {
+            anyhow::bail!("{}", mixed_up(data_dir, p, r));
+        }
+    }
+    Ok(())
+}
+
+fn mixed_up(data_dir: &Path, persisted: &str, replicated: &str) -> String {
+    format!(
+        "{} says this node belongs to cluster {persisted}, but its Raft data belongs to cluster \
+         {replicated}: the data directory was mixed up. Wipe {} and start the node empty to \
+         join the cluster its peers form (the leader adds it back)",
+        cluster_id_file(data_dir).display(),
+        data_dir.display()
+    )
+}
+
 /// Once the cluster has a leader: give it an id if it has none (first writer wins), register
 /// this node as a worker, and persist the cluster id beside the Raft data.
 async fn register(
@@ -339,11 +391,7 @@ async fn register(
     mut shutdown: watch::Receiver<bool>,
 ) -> anyhow::Result<()> {
     let file = cluster_id_file(&config.data_dir);
-    let persisted = match std::fs::read_to_string(&file) {
-        Ok(text) => Some(text.trim().to_string()),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
-        Err(e) => return Err(e).with_context(|| format!("cannot read {}", file.display())),
-    };
+    let persisted = persisted_cluster_id(&config.data_dir)?;
     loop {
         if node.leader().is_some() {
             let (cluster_id, registered) = {
@@ -374,11 +422,11 @@ async fn register(
                     }
                 };
                 match &persisted {
-                    Some(p) if *p != cluster_id => anyhow::bail!(
-                        "{} says this node belongs to cluster {p}, but its Raft data belongs to cluster {cluster_id}; \
-                         the data directory was mixed up: wipe it and re-add the node",
-                        file.display()
-                    ),
+                    // Learned only now (its Raft data was empty at start): the node may not
+                    // serve another cluster's work.
+                    Some(p) if *p != cluster_id => {
+                        crate::fatal::exit(mixed_up(&config.data_dir, p, &cluster_id))
+                    }
                     Some(_) => {}
                     None => {
                         std::fs::write(&file, format!("{cluster_id}\n"))
@@ -403,7 +451,6 @@ async fn register(
             match attempt {
                 Ok(true) => return Ok(()),
                 Ok(false) => {}
-                Err(e) if e.chain().any(|c| c.to_string().contains("mixed up")) => return Err(e),
                 Err(e) => warn!(error = %format!("{e:#}"), "registration will be retried"),
             }
         }

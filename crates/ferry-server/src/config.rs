@@ -99,6 +99,10 @@ pub struct RaftSettings {
     /// raft_addr, so that a fault-injection proxy can sit between each pair of nodes.
     #[serde(default)]
     pub test_peer_addrs: BTreeMap<String, String>,
+    /// Test only: while this file exists, the Raft log's appends fail as a broken disk's
+    /// would (the node must then exit rather than serve). Never set this in production.
+    #[serde(default)]
+    pub test_storage_fault_file: Option<PathBuf>,
 }
 
 impl RaftSettings {
@@ -132,6 +136,7 @@ impl Default for RaftSettings {
             logs_to_keep: Self::default_logs_to_keep(),
             request_timeout_ms: Self::default_request_timeout_ms(),
             test_peer_addrs: BTreeMap::new(),
+            test_storage_fault_file: None,
         }
     }
 }
@@ -160,6 +165,10 @@ pub struct WorkerSettings {
     /// fencing alone keeps a zombie worker harmless. Never set this in production.
     #[serde(default)]
     pub test_disable_lease: bool,
+    /// Test only: the units of this connector panic as they start (a panicking task must end
+    /// FAILED with the panic in its trace, the node serving on). Never set this in production.
+    #[serde(default)]
+    pub test_panic_connector: Option<String>,
     /// The converters of connectors that name none, by Kafka Connect's worker property names
     /// (`"value.converter" = "org.apache.kafka.connect.json.JsonConverter"`,
     /// `"value.converter.schemas.enable" = "false"`).
@@ -191,6 +200,7 @@ impl Default for WorkerSettings {
             offset_flush_interval_ms: Self::default_offset_flush_interval_ms(),
             commit_consumer_group: false,
             test_disable_lease: false,
+            test_panic_connector: None,
             converters: std::collections::BTreeMap::new(),
         }
     }

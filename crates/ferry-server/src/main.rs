@@ -5,6 +5,7 @@ mod boot;
 mod bootstrap;
 mod config;
 mod error;
+mod fatal;
 mod plugins;
 mod scheduler;
 

@@ -225,13 +225,14 @@ impl Runtime {
         info!(unit = %ctx.label(), generation = spec.generation, "starting unit");
         let (control, control_rx) = watch::channel(target);
         let (stop, stop_rx) = watch::channel(false);
+        let unit = ctx.clone();
         let handle = match (task, ctx.plugin.tasks) {
-            (None, _) => tokio::spawn(crate::connector::run(ctx, control_rx, stop_rx)),
+            (None, _) => spawn_unit(unit, crate::connector::run(ctx, control_rx, stop_rx)),
             (Some(_), TaskFactory::Sink(_)) => {
-                tokio::spawn(crate::sink::run(ctx, control_rx, stop_rx))
+                spawn_unit(unit, crate::sink::run(ctx, control_rx, stop_rx))
             }
             (Some(_), TaskFactory::Source(_)) => {
-                tokio::spawn(crate::source::run(ctx, control_rx, stop_rx))
+                spawn_unit(unit, crate::source::run(ctx, control_rx, stop_rx))
             }
         };
         Some(Running {
@@ -242,6 +243,43 @@ impl Runtime {
             handle,
         })
     }
+}
+
+/// Run a unit as a task of its own. A panic inside it (a bug in a connector, a converter or the
+/// runtime) ends that unit only: it is reported FAILED with the panic in its trace, and the
+/// node serves on.
+fn spawn_unit(
+    ctx: UnitCtx,
+    unit: impl std::future::Future<Output = ()> + Send + 'static,
+) -> JoinHandle<()> {
+    use futures::FutureExt;
+    tokio::spawn(async move {
+        let injected = ctx.settings.test_panic_connector.as_deref() == Some(ctx.name.as_str());
+        let run = async move {
+            if injected {
+                panic!("injected panic (worker.test_panic_connector)");
+            }
+            unit.await
+        };
+        if let Err(panic) = std::panic::AssertUnwindSafe(run).catch_unwind().await {
+            let message = panic_message(panic.as_ref());
+            tracing::error!(unit = %ctx.label(), panic = %message, "unit panicked");
+            ctx.report_failure(&ferry_connect::ConnectError::fatal(format!(
+                "{} panicked: {message}",
+                ctx.label()
+            )))
+            .await;
+        }
+    })
+}
+
+/// The text a panic was raised with.
+fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
+    panic
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a panic without a message".to_string())
 }
 
 #[cfg(test)]

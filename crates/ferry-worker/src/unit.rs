@@ -28,6 +28,8 @@ pub struct RuntimeSettings {
     /// (`value.converter`, `value.converter.schemas.enable`): what a connector that names none
     /// uses.
     pub converters: BTreeMap<String, String>,
+    /// Test only: the units of this connector panic as they start.
+    pub test_panic_connector: Option<String>,
 }
 
 /// Why a unit stopped other than by being asked to.

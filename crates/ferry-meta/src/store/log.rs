@@ -26,6 +26,8 @@ pub struct LogStore {
     cache_size: usize,
     /// The last committed log id this node knows, shared with [`LogStore::committed`].
     committed: Arc<Mutex<Option<LogId>>>,
+    /// Test only: while this file exists, appends fail as a broken disk's would.
+    fault_file: Option<std::path::PathBuf>,
 }
 
 impl LogStore {
@@ -43,7 +45,13 @@ impl LogStore {
             cache: Arc::new(Mutex::new(BTreeMap::new())),
             cache_size: cache_size.max(1),
             committed: Arc::new(Mutex::new(None)),
+            fault_file: None,
         })
+    }
+
+    /// Test only: make appends fail with an I/O error while `file` exists.
+    pub fn fail_appends_while(&mut self, file: std::path::PathBuf) {
+        self.fault_file = Some(file);
     }
 
     /// A handle on the committed log id, updated as Raft saves it.
@@ -240,6 +248,13 @@ impl RaftLogStorage<TypeConfig> for LogStore {
         I: IntoIterator<Item = Entry> + OptionalSend,
         I::IntoIter: OptionalSend,
     {
+        if let Some(file) = self.fault_file.as_ref().filter(|f| f.exists()) {
+            let e = std::io::Error::other(format!(
+                "injected storage fault ({} exists)",
+                file.display()
+            ));
+            return Err(StorageIOError::write_logs(&e).into());
+        }
         let mut batch = sled::Batch::default();
         let mut appended = Vec::new();
         for entry in entries {

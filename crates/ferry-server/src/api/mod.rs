@@ -272,6 +272,8 @@ impl Api {
                 .into(),
                 raft_state: role_of(*id),
                 matched_index: replication.get(id).and_then(|m| m.map(|l| l.index)),
+                incarnation: node.incarnation.clone(),
+                acknowledged_index: self.node.acknowledged(*id),
             })
             .collect();
         let leader_api_addr = metrics
@@ -300,6 +302,15 @@ impl Api {
             state: format!("{:?}", metrics.state).to_lowercase(),
             members,
             target_voters: self.target_voters as u32,
+            incarnation: self.node.boot().incarnation.clone(),
+            not_voting: {
+                let standing = self.node.standing();
+                if standing.may_vote() {
+                    String::new()
+                } else {
+                    standing.reason(&self.node.boot().incarnation)
+                }
+            },
         }
     }
 }

@@ -1,0 +1,39 @@
+//! Crash-only: a node that cannot go on safely — its Raft core stopped (a panic, a storage
+//! failure), its data directory belongs to another cluster — exits with the reason instead of
+//! serving as a zombie. A supervisor restarts it; a restart is the one recovery path that is
+//! always tested.
+
+use std::fmt::Display;
+
+use ferry_meta::MetaNode;
+use tokio::sync::watch;
+
+/// The exit code of a node that stopped on a fatal error.
+pub const EXIT_CODE: i32 = 70;
+
+/// Log `reason` and end the process.
+pub fn exit(reason: impl Display) -> ! {
+    tracing::error!(%reason, "fatal: exiting");
+    eprintln!("ferryd: fatal: {reason}");
+    std::process::exit(EXIT_CODE)
+}
+
+/// Watch the Raft core until the node shuts down; if it stops first, exit.
+pub async fn watch_raft(node: MetaNode, shutdown: watch::Receiver<bool>) {
+    let mut metrics = node.raft().metrics();
+    loop {
+        let stopped = metrics.borrow_and_update().running_state.clone().err();
+        if let Some(fatal) = stopped {
+            if !*shutdown.borrow() {
+                exit(format!("the Raft core stopped: {fatal}"));
+            }
+            return;
+        }
+        if metrics.changed().await.is_err() {
+            if !*shutdown.borrow() {
+                exit("the Raft core ended unexpectedly (a panic inside it)");
+            }
+            return;
+        }
+    }
+}

@@ -1,0 +1,286 @@
+//! Raft safety when disks lie, and crash-only nodes: a wiped or restored node never takes the
+//! leader down and comes back as a caught-up voter under the leader's care; a corrupt cluster
+//! id, a broken disk or a fatal Raft error ends the process; a panicking task fails alone.
+
+use std::fs;
+use std::path::Path;
+use std::time::Duration;
+
+use ferry_tests::{members, say, wait_for, Cluster, Settings};
+use serde_json::Value;
+
+const BOOT: Duration = Duration::from_secs(30);
+const HEAL: Duration = Duration::from_secs(60);
+
+fn started(settings: Settings) -> (Cluster, u64) {
+    let mut cluster = Cluster::new(3, settings);
+    cluster.start_all();
+    let leader = cluster.wait_leader(BOOT);
+    for id in 1..=3 {
+        wait_for(
+            "every node registered and given the cluster id",
+            BOOT,
+            || {
+                let status = cluster.status(id)?;
+                (!status["cluster_id"].as_str()?.is_empty()).then_some(())
+            },
+        );
+    }
+    (cluster, leader)
+}
+
+/// Node `id` as the leader's status shows it.
+fn member(status: &Value, id: u64) -> Option<Value> {
+    status["members"]
+        .as_array()?
+        .iter()
+        .find(|m| m["id"] == id)
+        .cloned()
+}
+
+/// Wait until `id` is a voter under an incarnation other than `old`, recorded by the leader,
+/// and the leader's matched index for it has reached its last log index; the leader.
+fn wait_whole_again(cluster: &Cluster, id: u64, old: &str) -> u64 {
+    let others: Vec<u64> = cluster.nodes.keys().copied().filter(|n| *n != id).collect();
+    wait_for(
+        "the returned node to be a caught-up voter again",
+        HEAL,
+        || {
+            let leader = cluster.wait_leader_among(&others, BOOT);
+            let status = cluster.status(leader)?;
+            let m = member(&status, id)?;
+            let own = cluster.status(id)?;
+            let last = own["last_log_index"].as_u64()?;
+            let whole = m["role"] == "voter"
+                && m["incarnation"].as_str()? != old
+                && m["incarnation"] == own["incarnation"]
+                && m["matched_index"].as_u64()? >= last
+                && own["not_voting"] == "";
+            whole.then_some(leader)
+        },
+    )
+}
+
+fn no_panics(cluster: &Cluster) {
+    for id in cluster.nodes.keys() {
+        let log = cluster.log_text(*id);
+        assert!(
+            !log.contains("panicked"),
+            "node {id} panicked:\n{}",
+            log.lines()
+                .filter(|l| l.contains("panicked"))
+                .collect::<Vec<_>>()
+                .join("\n")
+        );
+    }
+}
+
+#[test]
+fn a_wiped_voter_or_leader_comes_back_as_a_caught_up_voter_under_a_new_incarnation() {
+    let (mut cluster, leader) = started(Settings::default());
+    for n in 0..5 {
+        assert!(cluster.create_sink(leader, &format!("before-{n}")).ok());
+    }
+    // A follower first: before the fix, its leader panicked on the follower's lost log.
+    let follower = (1..=3).find(|id| *id != leader).expect("a follower");
+    for victim in [follower, leader] {
+        let running: Vec<u64> = (1..=3).collect();
+        let lead = cluster.wait_leader_among(&running, BOOT);
+        let old = member(&cluster.status(lead).expect("status"), victim).expect("member")
+            ["incarnation"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        assert!(!old.is_empty(), "the membership records incarnations");
+        cluster.kill9(victim);
+        cluster.wipe(victim);
+        cluster.start(victim);
+        let lead = wait_whole_again(&cluster, victim, &old);
+        say(format!(
+            "node {victim} is a caught-up voter again under leader {lead}"
+        ));
+        let log = cluster.log_text(lead);
+        assert!(
+            log.contains("demoting it to learner") && log.contains("promoting it to voter"),
+            "the leader demoted node {victim} and promoted it again"
+        );
+        assert!(
+            cluster.log_text(victim).contains("not voting"),
+            "the wiped node said it would not vote"
+        );
+        // It serves the data it lost again.
+        let out = cluster.cli_on(
+            &[victim],
+            &["-o", "json", "connectors", "config", "before-4"],
+        );
+        assert!(out.ok() && out.json()["topics"] == "test1", "{out:?}");
+    }
+    no_panics(&cluster);
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    fs::create_dir_all(to).expect("mkdir");
+    for entry in fs::read_dir(from).expect("read_dir") {
+        let entry = entry.expect("entry");
+        let target = to.join(entry.file_name());
+        if entry.file_type().expect("file type").is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            fs::copy(entry.path(), &target).expect("copy");
+        }
+    }
+}
+
+#[test]
+fn a_node_restored_from_an_older_copy_is_caught_demoted_and_promoted_once_caught_up() {
+    let (mut cluster, leader) = started(Settings::default());
+    let victim = (1..=3).find(|id| *id != leader).expect("a follower");
+    cluster.stop(victim);
+    let backup = cluster.dir.path().join("backup");
+    copy_dir(&cluster.node(victim).data_dir, &backup);
+    let copied_last = {
+        cluster.start(victim);
+        wait_for("the victim to serve", BOOT, || cluster.status(victim))["last_log_index"]
+            .as_u64()
+            .unwrap_or_default()
+    };
+    for n in 0..10 {
+        assert!(cluster.create_sink(leader, &format!("after-{n}")).ok());
+    }
+    // The leader has seen the victim acknowledge the new entries (at one of its heartbeats).
+    let acknowledged = wait_for(
+        "the leader to see the new entries acknowledged",
+        BOOT,
+        || {
+            let m = member(&cluster.status(leader)?, victim)?;
+            m["acknowledged_index"]
+                .as_u64()
+                .filter(|a| *a > copied_last + 5)
+        },
+    );
+    say(format!(
+        "node {victim}: copy at {copied_last}, acknowledged {acknowledged}; restoring the copy"
+    ));
+    cluster.stop(victim);
+    fs::remove_dir_all(&cluster.node(victim).data_dir).expect("remove");
+    copy_dir(&backup, &cluster.node(victim).data_dir);
+    cluster.start(victim);
+    wait_for("the leader to catch the rollback", HEAL, || {
+        cluster
+            .log_text(leader)
+            .contains("a node came back with fewer entries than it acknowledged")
+            .then_some(())
+    });
+    let old = member(&cluster.status(leader).expect("status"), victim).expect("member")
+        ["incarnation"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    // The same incarnation (a copy of the same data): whole again once promoted.
+    wait_for(
+        "the restored node to be a caught-up voter again",
+        HEAL,
+        || {
+            let status = cluster.status(leader)?;
+            let m = member(&status, victim)?;
+            let own = cluster.status(victim)?;
+            (m["role"] == "voter"
+                && m["incarnation"] == old.as_str()
+                && m["matched_index"].as_u64()? >= own["last_log_index"].as_u64()?
+                && own["last_log_index"].as_u64()? >= acknowledged)
+                .then_some(())
+        },
+    );
+    let log = cluster.log_text(leader);
+    assert!(log.contains("demoting it to learner") && log.contains("promoting it to voter"));
+    no_panics(&cluster);
+}
+
+#[test]
+fn a_corrupt_or_foreign_cluster_id_stops_the_node_at_start() {
+    let (mut cluster, leader) = started(Settings::default());
+    let victim = (1..=3).find(|id| *id != leader).expect("a follower");
+    let file = cluster.node(victim).data_dir.join("cluster_id");
+    let cases = [
+        (
+            "garbage",
+            "not-a-cluster-id\u{0}\u{7f}",
+            "does not hold a cluster id",
+        ),
+        (
+            "another cluster's",
+            "0b7a4c3e-1111-4222-8333-944455556666\n",
+            "the data directory was mixed up",
+        ),
+    ];
+    for (what, content, message) in cases {
+        cluster.stop(victim);
+        let good = fs::read_to_string(&file).expect("the cluster id was persisted");
+        fs::write(&file, content).expect("write");
+        cluster.start(victim);
+        let code = cluster.wait_exit(victim, BOOT);
+        say(format!("{what} cluster id: exit code {code:?}"));
+        // 1: refused at start; 70: found when its Raft data was read (both non-zero).
+        assert!(matches!(code, Some(1 | 70)), "{what}: exit code {code:?}");
+        let log = cluster.log_text(victim);
+        assert!(log.contains(message), "{what}: the log says why");
+        fs::write(&file, good).expect("restore");
+        cluster.start(victim);
+        wait_for("the node to serve again", BOOT, || cluster.status(victim));
+    }
+}
+
+#[test]
+fn a_storage_failure_of_the_raft_core_ends_the_process_and_the_rest_serve_on() {
+    let settings = Settings {
+        storage_fault: true,
+        ..Settings::default()
+    };
+    let (mut cluster, leader) = started(settings);
+    let victim = (1..=3).find(|id| *id != leader).expect("a follower");
+    fs::write(cluster.storage_fault_file(victim), "").expect("inject the fault");
+    // The next entry replicated to the victim fails to append there.
+    assert!(cluster.create_sink(leader, "after-the-fault").ok());
+    let code = cluster.wait_exit(victim, BOOT);
+    assert_eq!(code, Some(70), "a fatal Raft error ends the process");
+    assert!(cluster.log_text(victim).contains("the Raft core stopped"));
+    // The others serve on; once the disk is healthy again, the node restarts and catches up.
+    assert!(cluster.create_sink(leader, "while-it-is-down").ok());
+    fs::remove_file(cluster.storage_fault_file(victim)).expect("heal");
+    cluster.start(victim);
+    wait_for("the node to serve the new config", BOOT, || {
+        let out = cluster.cli_on(
+            &[victim],
+            &["-o", "json", "connectors", "config", "while-it-is-down"],
+        );
+        out.ok().then_some(())
+    });
+}
+
+#[test]
+fn a_panicking_unit_is_failed_with_the_panic_in_its_trace_and_the_node_serves_on() {
+    let settings = Settings {
+        panic_connector: Some("boom".into()),
+        ..Settings::default()
+    };
+    let (cluster, leader) = started(settings);
+    assert!(cluster.create_sink(leader, "boom").ok());
+    let status = wait_for("the connector FAILED", BOOT, || {
+        let status = cluster.json(leader, &["connectors", "status", "boom"]);
+        (status["connector"]["state"] == "FAILED").then_some(status)
+    });
+    let trace = status["connector"]["trace"].as_str().unwrap_or_default();
+    assert!(
+        trace.contains("panicked") && trace.contains("injected panic"),
+        "{status}"
+    );
+    // Every node still serves, and other connectors run.
+    assert!(cluster.create_sink(leader, "fine").ok());
+    for id in 1..=3 {
+        assert!(cluster.node(id).is_running(), "node {id} runs");
+        let out = cluster.cli_on(&[id], &["connectors", "list"]);
+        assert!(out.ok() && out.stdout.contains("fine"), "{out:?}");
+    }
+    let members = members(&cluster.status(leader).expect("status"));
+    assert_eq!(members.len(), 3);
+}
