@@ -3,7 +3,6 @@
 //! id, a broken disk or a fatal Raft error ends the process; a panicking task fails alone.
 
 use std::fs;
-use std::path::Path;
 use std::time::Duration;
 
 use ferry_tests::{members, say, wait_for, Cluster, Settings};
@@ -62,17 +61,8 @@ fn wait_whole_again(cluster: &Cluster, id: u64, old: &str) -> u64 {
 }
 
 fn no_panics(cluster: &Cluster) {
-    for id in cluster.nodes.keys() {
-        let log = cluster.log_text(*id);
-        assert!(
-            !log.contains("panicked"),
-            "node {id} panicked:\n{}",
-            log.lines()
-                .filter(|l| l.contains("panicked"))
-                .collect::<Vec<_>>()
-                .join("\n")
-        );
-    }
+    let panics = cluster.panics();
+    assert!(panics.is_empty(), "{panics:#?}");
 }
 
 #[test]
@@ -118,26 +108,13 @@ fn a_wiped_voter_or_leader_comes_back_as_a_caught_up_voter_under_a_new_incarnati
     no_panics(&cluster);
 }
 
-fn copy_dir(from: &Path, to: &Path) {
-    fs::create_dir_all(to).expect("mkdir");
-    for entry in fs::read_dir(from).expect("read_dir") {
-        let entry = entry.expect("entry");
-        let target = to.join(entry.file_name());
-        if entry.file_type().expect("file type").is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            fs::copy(entry.path(), &target).expect("copy");
-        }
-    }
-}
-
 #[test]
 fn a_node_restored_from_an_older_copy_is_caught_demoted_and_promoted_once_caught_up() {
     let (mut cluster, leader) = started(Settings::default());
     let victim = (1..=3).find(|id| *id != leader).expect("a follower");
     cluster.stop(victim);
     let backup = cluster.dir.path().join("backup");
-    copy_dir(&cluster.node(victim).data_dir, &backup);
+    cluster.copy_data_dir(victim, &backup);
     let copied_last = {
         cluster.start(victim);
         wait_for("the victim to serve", BOOT, || cluster.status(victim))["last_log_index"]
@@ -162,8 +139,7 @@ fn a_node_restored_from_an_older_copy_is_caught_demoted_and_promoted_once_caught
         "node {victim}: copy at {copied_last}, acknowledged {acknowledged}; restoring the copy"
     ));
     cluster.stop(victim);
-    fs::remove_dir_all(&cluster.node(victim).data_dir).expect("remove");
-    copy_dir(&backup, &cluster.node(victim).data_dir);
+    cluster.restore_data_dir(victim, &backup);
     cluster.start(victim);
     wait_for("the leader to catch the rollback", HEAL, || {
         cluster

@@ -463,6 +463,57 @@ impl Cluster {
         say(format!("wiped the data dir of node {id}"));
     }
 
+    /// Copy a stopped node's data directory to `to` (a backup, as an operator would take).
+    pub fn copy_data_dir(&self, id: u64, to: &Path) {
+        let node = &self.nodes[&id];
+        assert!(
+            node.child.is_none(),
+            "copy node {id}'s data only while it is down"
+        );
+        copy_dir(&node.data_dir, to);
+        say(format!("copied the data dir of node {id}"));
+    }
+
+    /// Replace a stopped node's data directory with the copy in `from`.
+    pub fn restore_data_dir(&mut self, id: u64, from: &Path) {
+        self.wipe(id);
+        copy_dir(from, &self.nodes[&id].data_dir);
+        say(format!(
+            "restored an older copy of the data dir of node {id}"
+        ));
+    }
+
+    /// Copy every node's log out of the temp dir (which goes with the cluster); where to.
+    pub fn keep_logs(&self) -> PathBuf {
+        static KEPT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        let keep = std::env::temp_dir().join(format!(
+            "ferry-failed-{}-{}",
+            std::process::id(),
+            KEPT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+        ));
+        if fs::create_dir_all(&keep).is_ok() {
+            for node in self.nodes.values() {
+                let _ = fs::copy(&node.log, keep.join(format!("node{}.log", node.id)));
+            }
+            eprintln!("---- full logs kept in {} ----", keep.display());
+        }
+        keep
+    }
+
+    /// Whether any node's log shows a panic: the lines that do.
+    pub fn panics(&self) -> Vec<String> {
+        self.nodes
+            .keys()
+            .flat_map(|id| {
+                self.log_text(*id)
+                    .lines()
+                    .filter(|l| l.contains("panicked"))
+                    .map(|l| format!("node {id}: {l}"))
+                    .collect::<Vec<_>>()
+            })
+            .collect()
+    }
+
     pub fn log_text(&self, id: u64) -> String {
         fs::read_to_string(&self.nodes[&id].log).unwrap_or_default()
     }
@@ -643,13 +694,7 @@ impl Drop for Cluster {
         }
         if std::thread::panicking() {
             // Keep the evidence: copy the logs out of the temp dir, print their tails.
-            let keep = std::env::temp_dir().join(format!("ferry-failed-{}", std::process::id()));
-            if fs::create_dir_all(&keep).is_ok() {
-                for node in self.nodes.values() {
-                    let _ = fs::copy(&node.log, keep.join(format!("node{}.log", node.id)));
-                }
-                eprintln!("---- full logs kept in {} ----", keep.display());
-            }
+            self.keep_logs();
             for node in self.nodes.values() {
                 let text = fs::read_to_string(&node.log).unwrap_or_default();
                 let tail: Vec<&str> = text.lines().rev().take(40).collect();
@@ -658,6 +703,19 @@ impl Drop for Cluster {
                     eprintln!("{line}");
                 }
             }
+        }
+    }
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    fs::create_dir_all(to).expect("cannot create a directory");
+    for entry in fs::read_dir(from).expect("cannot list a data dir") {
+        let entry = entry.expect("cannot read a directory entry");
+        let target = to.join(entry.file_name());
+        if entry.file_type().expect("cannot stat").is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            fs::copy(entry.path(), &target).expect("cannot copy a data file");
         }
     }
 }

@@ -107,6 +107,7 @@ impl MetaNode {
         if let Some(file) = storage_fault_file {
             log.fail_appends_while(file);
         }
+        let last_log_index = store::resume_as_follower(&mut log, id).await?;
         let state = sm.reader();
         let committed = log.committed();
         let overrides = Arc::new(overrides);
@@ -119,7 +120,7 @@ impl MetaNode {
         let boot = Boot {
             incarnation,
             boot_id: uuid::Uuid::new_v4().to_string(),
-            last_log_index: raft.metrics().borrow().last_log_index,
+            last_log_index,
         };
         info!(incarnation = %boot.incarnation, last_log_index = ?boot.last_log_index, "raft storage opened");
         let node = MetaNode {

@@ -76,3 +76,32 @@ fn the_incarnation_is_created_with_the_database_and_kept_across_opens() {
     assert_ne!(first, other, "a new data directory is a new incarnation");
     assert!(!first.is_empty());
 }
+
+#[tokio::test]
+async fn a_node_that_stopped_as_leader_starts_as_a_follower_of_its_term() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut log = store::open(dir.path()).expect("open").log;
+    let mut led = openraft::Vote::new(3, 1);
+    led.commit();
+    log.save_vote(&led).await.expect("save");
+    assert_eq!(
+        store::resume_as_follower(&mut log, 1)
+            .await
+            .expect("resume"),
+        None
+    );
+    let vote = log.read_vote().await.expect("read").expect("a vote");
+    assert_eq!(
+        vote,
+        openraft::Vote::new(3, 1),
+        "same term, no longer committed"
+    );
+    // Another node's committed vote (this node followed it) is kept as it is.
+    let mut followed = openraft::Vote::new(4, 2);
+    followed.commit();
+    log.save_vote(&followed).await.expect("save");
+    store::resume_as_follower(&mut log, 1)
+        .await
+        .expect("resume");
+    assert_eq!(log.read_vote().await.expect("read"), Some(followed));
+}

@@ -24,13 +24,19 @@ pub enum Nemesis {
     PartitionLeader,
     /// A new node added (learner, then voter) under load, then removed at heal.
     Membership,
+    /// `kill -9` of any node (the leader too), its data directory deleted, restarted empty.
+    Wipe,
+    /// A node stopped, a copy of its data directory taken, restarted; after the hold it is
+    /// stopped again and restarted from that older copy — and in half the rounds one of the
+    /// other two nodes is killed right after, so that any quorum must include the restored one.
+    Rollback,
     /// A random one of all the others, fault after fault.
     Combined,
 }
 
 impl Nemesis {
     /// Every nemesis; `combined` draws from all but itself, the last.
-    pub const ALL: [Nemesis; 8] = [
+    pub const ALL: [Nemesis; 10] = [
         Nemesis::KillRandom,
         Nemesis::KillLeader,
         Nemesis::Pause,
@@ -38,6 +44,8 @@ impl Nemesis {
         Nemesis::PartitionMajority,
         Nemesis::PartitionLeader,
         Nemesis::Membership,
+        Nemesis::Wipe,
+        Nemesis::Rollback,
         Nemesis::Combined,
     ];
 
@@ -50,6 +58,8 @@ impl Nemesis {
             Nemesis::PartitionMajority => "partition-majority",
             Nemesis::PartitionLeader => "partition-leader",
             Nemesis::Membership => "membership",
+            Nemesis::Wipe => "wipe",
+            Nemesis::Rollback => "rollback",
             Nemesis::Combined => "combined",
         }
     }
@@ -122,7 +132,7 @@ mod tests {
         for n in Nemesis::ALL {
             assert_eq!(n.name().parse::<Nemesis>(), Ok(n));
         }
-        assert_eq!(parse_list("all").map(|l| l.len()), Ok(8));
+        assert_eq!(parse_list("all").map(|l| l.len()), Ok(10));
         assert_eq!(
             parse_list("pause,kill-leader"),
             Ok(vec![Nemesis::Pause, Nemesis::KillLeader])
@@ -131,7 +141,7 @@ mod tests {
         let mut rng = Rng::new(3);
         let drawn: std::collections::BTreeSet<Nemesis> =
             (0..200).map(|_| Nemesis::Combined.draw(&mut rng)).collect();
-        assert_eq!(drawn.len(), 7, "{drawn:?}");
+        assert_eq!(drawn.len(), 9, "{drawn:?}");
         assert!(!drawn.contains(&Nemesis::Combined));
     }
 }

@@ -259,6 +259,10 @@ pub struct Summary {
     /// Time for a displaced worker's tasks to run elsewhere, per fault that displaced one
     /// (`None`: not within the fault's hold time).
     pub failovers: Vec<Option<Duration>>,
+    /// Nodes whose data was wiped or rolled back that were not caught-up voters in time.
+    pub rejoins: Vec<String>,
+    /// Lines of the nodes' logs that show a panic.
+    pub panics: Vec<String>,
     pub elapsed: Duration,
 }
 
@@ -326,6 +330,24 @@ impl Summary {
                 match &self.convergence {
                     Ok(t) => format!("every task RUNNING, all nodes agree, {} ms after healing", t.as_millis()),
                     Err(problems) => format!("not converged: {problems:?}"),
+                },
+            ),
+            (
+                "rejoin",
+                self.rejoins.is_empty(),
+                if self.rejoins.is_empty() {
+                    "every wiped or rolled-back node a caught-up voter again before the next fault".to_string()
+                } else {
+                    self.rejoins.join("; ")
+                },
+            ),
+            (
+                "no panics",
+                self.panics.is_empty(),
+                if self.panics.is_empty() {
+                    "no node's log shows a panic".to_string()
+                } else {
+                    format!("{} lines: {:?}", self.panics.len(), self.panics.iter().take(3).collect::<Vec<_>>())
                 },
             ),
             (
@@ -464,10 +486,118 @@ struct Nemeses<'a> {
     next_id: u64,
     faults: Vec<String>,
     failovers: Vec<Option<Duration>>,
+    /// Nodes whose data was wiped or rolled back that were not caught-up voters in time.
+    rejoins: Vec<String>,
 }
 
+/// How long a node whose data was wiped or rolled back may take to be a caught-up voter again.
+const REJOIN: Duration = Duration::from_secs(30);
+
 impl Nemeses<'_> {
+    /// Wait until `id` is a voter whose standing is whole and whose last log index the
+    /// leader has matched; record it as a problem if not within [`REJOIN`].
+    fn rejoined(&mut self, id: u64, fault: &str) -> Option<Duration> {
+        let t0 = Instant::now();
+        let mut last = String::from("no leader");
+        // What the cluster had committed when the node came back: the node must have it all.
+        let mut committed: Option<u64> = None;
+        while t0.elapsed() < REJOIN {
+            let running = live(self.cluster, &self.removed);
+            if let Some(l) = leader(self.cluster, &self.probe, &running) {
+                match (self.cluster.status(l), self.cluster.status(id)) {
+                    (Some(lead), Some(own)) => {
+                        let m = lead["members"]
+                            .as_array()
+                            .and_then(|ms| ms.iter().find(|m| m["id"] == id).cloned())
+                            .unwrap_or_default();
+                        let target = *committed
+                            .get_or_insert(lead["committed_index"].as_u64().unwrap_or_default());
+                        let whole = m["role"] == "voter"
+                            && own["not_voting"] == ""
+                            && m["matched_index"].as_u64() >= own["last_log_index"].as_u64()
+                            && own["applied_index"].as_u64() >= Some(target);
+                        if whole {
+                            return Some(t0.elapsed());
+                        }
+                        last = format!(
+                            "leader {l} sees {m}; the node says last log {}, not voting: {:?}",
+                            own["last_log_index"], own["not_voting"]
+                        );
+                    }
+                    _ => last = format!("no status from leader {l} or node {id}"),
+                }
+            }
+            std::thread::sleep(Duration::from_millis(250));
+        }
+        self.rejoins.push(format!(
+            "after {fault}: node {id} not a caught-up voter within {} s ({last})",
+            REJOIN.as_secs()
+        ));
+        None
+    }
+
+    /// A fault of the disk: a node's data wiped, or rolled back to an older copy.
+    fn disk_round(&mut self, kind: Nemesis) {
+        let running = live(self.cluster, &self.removed);
+        let victim = *self.rng.pick(&running).expect("a running node");
+        let hold = Duration::from_millis(self.rng.between(5000, 8000));
+        let t0 = Instant::now();
+        let desc = match kind {
+            Nemesis::Wipe => {
+                self.cluster.kill9(victim);
+                self.cluster.wipe(victim);
+                self.cluster.start(victim);
+                format!("wipe {victim}")
+            }
+            Nemesis::Rollback => {
+                let copy = self
+                    .cluster
+                    .dir
+                    .path()
+                    .join(format!("rollback-{victim}-{}", self.faults.len()));
+                self.cluster.stop(victim);
+                self.cluster.copy_data_dir(victim, &copy);
+                self.cluster.start(victim);
+                // Records flow and the node acknowledges entries its copy lacks.
+                std::thread::sleep(hold);
+                self.cluster.stop(victim);
+                self.cluster.restore_data_dir(victim, &copy);
+                self.cluster.start(victim);
+                let others: Vec<u64> = running.iter().copied().filter(|id| *id != victim).collect();
+                if self.rng.below(2) == 0 {
+                    let other = *self.rng.pick(&others).expect("another node");
+                    self.cluster.kill9(other);
+                    std::thread::sleep(Duration::from_millis(self.rng.between(2000, 4000)));
+                    self.cluster.start(other);
+                    format!("rollback {victim}, kill -9 {other} meanwhile")
+                } else {
+                    format!("rollback {victim}")
+                }
+            }
+            _ => unreachable!("not a disk fault"),
+        };
+        let took = self.rejoined(victim, &desc);
+        say(format!(
+            "NEMESIS {desc}: lasted {} ms, {}",
+            t0.elapsed().as_millis(),
+            match took {
+                Some(t) => format!(
+                    "node {victim} a caught-up voter again after {} ms",
+                    t.as_millis()
+                ),
+                None => format!(
+                    "node {victim} NOT a caught-up voter within {} s",
+                    REJOIN.as_secs()
+                ),
+            }
+        ));
+        self.faults.push(desc);
+    }
+
     fn round(&mut self, kind: Nemesis) {
+        if matches!(kind, Nemesis::Wipe | Nemesis::Rollback) {
+            return self.disk_round(kind);
+        }
         let running = live(self.cluster, &self.removed);
         let victim = if kind.targets_leader() {
             leader(self.cluster, &self.probe, &running)
@@ -502,7 +632,9 @@ impl Nemeses<'_> {
                 });
                 self.cluster.add_node(via, target);
             }
-            Nemesis::Combined => unreachable!("combined is drawn into single faults"),
+            Nemesis::Wipe | Nemesis::Rollback | Nemesis::Combined => {
+                unreachable!("disk faults have their round; combined is drawn into single faults")
+            }
         }
         let desc = match kind {
             Nemesis::KillRandom | Nemesis::KillLeader => format!("kill -9 {victim}"),
@@ -510,7 +642,7 @@ impl Nemeses<'_> {
             Nemesis::Restart => format!("restart {victim}"),
             Nemesis::PartitionMajority | Nemesis::PartitionLeader => format!("isolate {victim}"),
             Nemesis::Membership => format!("add {target}, remove {target}"),
-            Nemesis::Combined => unreachable!(),
+            Nemesis::Wipe | Nemesis::Rollback | Nemesis::Combined => unreachable!(),
         };
         // Until the hold ends: when did the sink's tasks run again, away from a displaced victim?
         let others: Vec<u64> = live(self.cluster, &self.removed)
@@ -558,7 +690,7 @@ impl Nemeses<'_> {
                 self.removed.insert(target);
                 self.cluster.stop(target);
             }
-            Nemesis::Combined => unreachable!(),
+            Nemesis::Wipe | Nemesis::Rollback | Nemesis::Combined => unreachable!(),
         }
         say(format!(
             "NEMESIS {desc}: lasted {} ms{}",
@@ -660,6 +792,7 @@ pub fn run(s: &Scenario) -> Summary {
         next_id: 4,
         faults: Vec::new(),
         failovers: Vec::new(),
+        rejoins: Vec::new(),
     };
     loop {
         let quiet = Duration::from_millis(nemeses.rng.between(1000, 3000));
@@ -670,7 +803,12 @@ pub fn run(s: &Scenario) -> Summary {
         let kind = s.nemesis.draw(&mut nemeses.rng);
         nemeses.round(kind);
     }
-    let (faults, failovers, removed) = (nemeses.faults, nemeses.failovers, nemeses.removed);
+    let (faults, failovers, removed, rejoins) = (
+        nemeses.faults,
+        nemeses.failovers,
+        nemeses.removed,
+        nemeses.rejoins,
+    );
     let healed = Instant::now();
     for c in clients {
         let _ = runtime.block_on(c);
@@ -718,6 +856,7 @@ pub fn run(s: &Scenario) -> Summary {
     let lows = low_watermarks(&kafka.bootstrap, TOPIC, s.partitions);
     let delivery = checkers::delivery(&produced.acked, &delivered, &lows);
 
+    let panics = cluster.panics();
     // The log: stop every node, then replay the longest committed log.
     for id in cluster.running() {
         cluster.stop(id);
@@ -770,8 +909,13 @@ pub fn run(s: &Scenario) -> Summary {
         non_linearizable,
         convergence,
         failovers,
+        rejoins,
+        panics,
         elapsed: begun.elapsed(),
     };
     say(summary.to_string());
+    if !summary.passed() {
+        cluster.keep_logs();
+    }
     summary
 }

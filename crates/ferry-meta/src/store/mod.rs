@@ -81,6 +81,35 @@ fn incarnation(db: &sled::Db) -> Result<String, MetaError> {
     Ok(id)
 }
 
+/// Before Raft starts: a node that was the leader when it stopped starts as a follower of its
+/// term (its vote kept, no longer marked committed), so that it leads again only if a quorum
+/// elects it. openraft would otherwise resume leadership from the stored vote at once — and a
+/// leader restored from an older copy of its data would then lead its old term with a shorter
+/// log than its followers, whose entries of the same log ids differ. Returns the last log index.
+pub async fn resume_as_follower(
+    log: &mut LogStore,
+    me: crate::NodeId,
+) -> Result<Option<u64>, MetaError> {
+    use openraft::storage::RaftLogStorage;
+    let corrupt = |what: &str, e: crate::types::StorageError| MetaError::Corrupt {
+        what: what.to_string(),
+        reason: e.to_string(),
+    };
+    let vote = log.read_vote().await.map_err(|e| corrupt("the vote", e))?;
+    if let Some(vote) = vote.filter(|v| v.committed && v.leader_id.voted_for() == Some(me)) {
+        let follower = crate::types::Vote::new(vote.leader_id.term, me);
+        log.save_vote(&follower)
+            .await
+            .map_err(|e| corrupt("the vote", e))?;
+        tracing::info!(%vote, "was the leader when it stopped: starting as a follower of its term");
+    }
+    let state = log
+        .get_log_state()
+        .await
+        .map_err(|e| corrupt("the log state", e))?;
+    Ok(state.last_log_id.map(|l| l.index))
+}
+
 /// The committed log entries of a node that is not running (its storage is locked while it
 /// runs), from index 1. Fails if the log was purged behind a snapshot.
 pub fn read_committed_log(dir: &Path) -> Result<Vec<Entry>, MetaError> {
