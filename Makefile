@@ -45,6 +45,9 @@ jepsen:
 	./scripts/testbed/postgres.sh
 	$(CARGO) build --workspace --bins --locked
 	FERRY_BIN_DIR=$(CURDIR)/target/debug $(CURDIR)/target/debug/ferry-jepsen $(ARGS)
+	# Disks that lie, in a release build too (debug builds check more of openraft's invariants).
+	$(CARGO) build --release --workspace --bins --locked
+	FERRY_BIN_DIR=$(CURDIR)/target/release $(CURDIR)/target/release/ferry-jepsen --nemesis wipe,rollback --sink all --seed 1,2,3 --duration 40
 
 clean:
 	$(CARGO) clean
