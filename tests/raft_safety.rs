@@ -260,3 +260,98 @@ fn a_panicking_unit_is_failed_with_the_panic_in_its_trace_and_the_node_serves_on
     let members = members(&cluster.status(leader).expect("status"));
     assert_eq!(members.len(), 3);
 }
+
+fn voters(status: &Value) -> Vec<u64> {
+    members(status)
+        .into_iter()
+        .filter(|(_, role)| role == "voter")
+        .map(|(id, _)| id)
+        .collect()
+}
+
+#[test]
+fn five_nodes_lose_two_voters_one_after_the_other_and_keep_serving_after_the_replacements() {
+    let settings = Settings {
+        replace_dead_voter_ms: Some(3000),
+        ..Settings::default()
+    };
+    let (mut cluster, leader) = started(settings);
+    for id in [4, 5] {
+        cluster.configure_extra(id);
+        cluster.start(id);
+        wait_for("the new node to answer", BOOT, || cluster.status(id));
+        let added = cluster.add_node(leader, id);
+        assert_eq!(
+            members(&added).get(&id).map(String::as_str),
+            Some("learner"),
+            "{added}"
+        );
+    }
+    assert!(cluster.create_sink(leader, "before").ok());
+    // First a follower voter dies, then the leader.
+    let follower = (1..=3).find(|id| *id != leader).expect("a follower");
+    let mut dead = Vec::new();
+    for victim in [follower, leader] {
+        cluster.kill9(victim);
+        dead.push(victim);
+        let running: Vec<u64> = (1..=5).filter(|id| !dead.contains(id)).collect();
+        let (lead, now) = wait_for("the dead voter replaced by a learner", HEAL, || {
+            let lead = cluster.wait_leader_among(&running, BOOT);
+            let status = cluster.status(lead)?;
+            let now = voters(&status);
+            (now.len() == 3 && now.iter().all(|v| running.contains(v))).then_some((lead, now))
+        });
+        say(format!(
+            "node {victim} dead: voters now {now:?} under leader {lead}"
+        ));
+        assert!(
+            cluster
+                .log_text(lead)
+                .contains("unreachable for longer than replace_dead_voter_after_ms"),
+            "the leader said why it demoted node {victim}"
+        );
+        assert!(
+            cluster.create_sink(lead, &format!("after-{victim}")).ok(),
+            "the cluster serves writes"
+        );
+    }
+    let running: Vec<u64> = (1..=5).filter(|id| !dead.contains(id)).collect();
+    for id in running {
+        let out = cluster.cli_on(&[id], &["-o", "json", "connectors", "config", "before"]);
+        assert!(out.ok(), "node {id} serves reads: {out:?}");
+    }
+}
+
+#[test]
+fn a_removed_node_learns_it_was_removed_says_so_and_runs_no_tasks() {
+    let (mut cluster, leader) = started(Settings::default());
+    cluster.configure_extra(4);
+    cluster.start(4);
+    wait_for("the new node to answer", BOOT, || cluster.status(4));
+    cluster.add_node(leader, 4);
+    wait_for("node 4 to hold its lease", BOOT, || {
+        cluster.log_text(4).contains("lease held").then_some(())
+    });
+    cluster.cli(leader, &["cluster", "remove-node", "--id", "4"]);
+    let status = wait_for("node 4 to say it was removed", BOOT, || {
+        let status = cluster.status(4)?;
+        (status["removed"] == true).then_some(status)
+    });
+    assert!(
+        status["not_voting"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("removed"),
+        "{status}"
+    );
+    wait_for("node 4 to stop its tasks", BOOT, || {
+        cluster.log_text(4).contains("lease lost").then_some(())
+    });
+    assert!(cluster.log_text(4).contains("removed from the cluster"));
+    // Added again, it is a member again.
+    cluster.add_node(leader, 4);
+    wait_for("node 4 to be a member again", BOOT, || {
+        let status = cluster.status(4)?;
+        (status["removed"] == false).then_some(())
+    });
+}

@@ -118,6 +118,8 @@ pub struct Settings {
     pub storage_fault: bool,
     /// Test-only fault: the units of this connector panic as they start.
     pub panic_connector: Option<String>,
+    /// `[raft] replace_dead_voter_after_ms`, when not the default.
+    pub replace_dead_voter_ms: Option<u64>,
 }
 
 impl Default for Settings {
@@ -142,6 +144,7 @@ impl Default for Settings {
             worker_converters: Vec::new(),
             storage_fault: false,
             panic_connector: None,
+            replace_dead_voter_ms: None,
         }
     }
 }
@@ -293,6 +296,9 @@ impl Cluster {
                 "test_peer_addrs = {{ {} }}\n",
                 overrides.join(", ")
             ));
+        }
+        if let Some(ms) = s.replace_dead_voter_ms {
+            text.push_str(&format!("replace_dead_voter_after_ms = {ms}\n"));
         }
         if s.storage_fault {
             text.push_str(&format!(

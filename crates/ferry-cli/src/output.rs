@@ -349,6 +349,7 @@ pub fn cluster(format: Format, c: &pb::ClusterStatusResponse) {
             "target_voters": c.target_voters,
             "incarnation": c.incarnation,
             "not_voting": c.not_voting,
+            "removed": c.removed,
             "members": c.members.iter().map(|m| json!({
                 "id": m.id, "role": m.role, "raft_state": m.raft_state,
                 "api_addr": m.api_addr, "raft_addr": m.raft_addr, "matched_index": m.matched_index,

@@ -16,7 +16,7 @@
 //! them out on the leader.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use openraft::ChangeMembers;
 use serde::{Deserialize, Serialize};
@@ -135,8 +135,15 @@ pub struct View<'a> {
     pub members: &'a [Member],
     pub reported: &'a BTreeMap<NodeId, String>,
     pub suspects: &'a BTreeMap<NodeId, String>,
+    /// Voters unreachable for longer than `replace_dead_voter_after_ms`.
+    pub silent: &'a BTreeSet<NodeId>,
     pub applied: Option<u64>,
     pub target_voters: usize,
+}
+
+/// The size of a majority of `n` voters.
+fn quorum(n: usize) -> usize {
+    n / 2 + 1
 }
 
 /// The next membership change, if any: demotions first (a node that may have lost entries
@@ -171,6 +178,21 @@ pub fn plan(view: &View) -> Option<Action> {
             _ => {}
         }
     }
+    // A voter silent for long, beyond the target (its replacement is a voter already): out.
+    if voters > view.target_voters {
+        if let Some(m) = view
+            .members
+            .iter()
+            .find(|m| m.voter && m.id != view.leader && view.silent.contains(&m.id))
+        {
+            return Some(Action::Demote {
+                id: m.id,
+                reason: "it has been unreachable for longer than replace_dead_voter_after_ms, \
+                         and a caught-up learner took its place"
+                    .into(),
+            });
+        }
+    }
     for m in view.members {
         match reported(m) {
             // A voter's incarnation is only ever filled in; a new one demotes it first.
@@ -188,21 +210,32 @@ pub fn plan(view: &View) -> Option<Action> {
             _ => {}
         }
     }
+    let caught_up = |m: &Member| match (m.matched, view.applied) {
+        (_, None) => true,
+        (Some(matched), Some(applied)) => matched >= applied,
+        (None, Some(_)) => false,
+    };
+    let candidate = view.members.iter().find(|m| {
+        !m.voter
+            && !m.node.incarnation.is_empty()
+            && reported(m) == Some(&m.node.incarnation)
+            && !view.suspects.contains_key(&m.id)
+            && !view.silent.contains(&m.id)
+            && caught_up(m)
+    });
+    let candidate = candidate?;
     if voters < view.target_voters {
-        let caught_up = |m: &Member| match (m.matched, view.applied) {
-            (_, None) => true,
-            (Some(matched), Some(applied)) => matched >= applied,
-            (None, Some(_)) => false,
-        };
-        if let Some(m) = view.members.iter().find(|m| {
-            !m.voter
-                && !m.node.incarnation.is_empty()
-                && reported(m) == Some(&m.node.incarnation)
-                && !view.suspects.contains_key(&m.id)
-                && caught_up(m)
-        }) {
-            return Some(Action::Promote { id: m.id });
-        }
+        return Some(Action::Promote { id: candidate.id });
+    }
+    // A dead voter is replaced by adding the learner first: only if the live voters and the
+    // learner are a majority of the larger set, so that the change itself can commit.
+    let silent_voters = view
+        .members
+        .iter()
+        .filter(|m| m.voter && view.silent.contains(&m.id))
+        .count();
+    if silent_voters > 0 && voters - silent_voters + 1 >= quorum(voters + 1) {
+        return Some(Action::Promote { id: candidate.id });
     }
     None
 }
@@ -222,19 +255,57 @@ pub fn started_behind(boot: &Boot, matched_before: Option<u64>) -> Option<String
     ))
 }
 
+/// The voters whose last heartbeat (or, for a leader that took over since, its taking over) is
+/// older than `after`.
+pub fn silent_voters(
+    voters: &BTreeSet<NodeId>,
+    heard: &std::collections::HashMap<NodeId, Instant>,
+    leader_since: Instant,
+    now: Instant,
+    after: Duration,
+) -> BTreeSet<NodeId> {
+    voters
+        .iter()
+        .copied()
+        .filter(|v| {
+            let last = heard
+                .get(v)
+                .copied()
+                .map_or(leader_since, |h| h.max(leader_since));
+            now.saturating_duration_since(last) >= after
+        })
+        .collect()
+}
+
+/// How the healer runs.
+#[derive(Clone, Copy, Debug)]
+pub struct Settings {
+    pub target_voters: usize,
+    /// Replace a voter unreachable this long by a caught-up learner (`None`: never).
+    pub replace_dead_voter_after: Option<Duration>,
+}
+
 /// On the leader, until `shutdown`: carry out [`plan`], one change at a time.
-pub async fn run(node: MetaNode, target_voters: usize, mut shutdown: watch::Receiver<bool>) {
+pub async fn run(node: MetaNode, settings: Settings, mut shutdown: watch::Receiver<bool>) {
+    let mut leader_since: Option<Instant> = None;
     loop {
         tokio::select! {
             _ = tokio::time::sleep(TICK) => {}
             _ = shutdown.wait_for(|stop| *stop) => return,
         }
         if node.leader() != Some(node.id()) {
+            leader_since = None;
             continue;
         }
+        let since = *leader_since.get_or_insert_with(Instant::now);
         let _decided = node.membership_lock().await;
         let (members, applied) = node.members_seen_by_leader();
         let voters: BTreeSet<NodeId> = members.iter().filter(|m| m.voter).map(|m| m.id).collect();
+        let mut silent = match settings.replace_dead_voter_after {
+            Some(after) => silent_voters(&voters, &node.heartbeats(), since, Instant::now(), after),
+            None => BTreeSet::new(),
+        };
+        silent.remove(&node.id());
         // A suspect that is no longer a voter has nothing to be demoted from.
         node.clear_suspects(|id| !voters.contains(&id));
         let reported = node.reported_incarnations();
@@ -244,8 +315,9 @@ pub async fn run(node: MetaNode, target_voters: usize, mut shutdown: watch::Rece
             members: &members,
             reported: &reported,
             suspects: &suspects,
+            silent: &silent,
             applied,
-            target_voters,
+            target_voters: settings.target_voters,
         };
         let Some(action) = plan(&view) else {
             continue;
@@ -359,6 +431,8 @@ mod tests {
         pairs.iter().map(|(id, i)| (*id, i.to_string())).collect()
     }
 
+    static NOBODY: BTreeSet<NodeId> = BTreeSet::new();
+
     fn view<'a>(
         members: &'a [Member],
         reported: &'a BTreeMap<NodeId, String>,
@@ -369,9 +443,77 @@ mod tests {
             members,
             reported,
             suspects,
+            silent: &NOBODY,
             applied: Some(100),
             target_voters: 3,
         }
+    }
+
+    #[test]
+    fn a_dead_voter_is_replaced_by_a_caught_up_learner_add_first_then_remove() {
+        let none = BTreeMap::new();
+        let r = reported(&[(1, "a"), (2, "b"), (3, "c"), (4, "d"), (5, "e")]);
+        let dead: BTreeSet<NodeId> = [3].into();
+        // Voters 1-3, learners 4 (behind) and 5 (caught up); voter 3 silent.
+        let members = [
+            member(1, "a", true, Some(100)),
+            member(2, "b", true, Some(100)),
+            member(3, "c", true, Some(40)),
+            member(4, "d", false, Some(10)),
+            member(5, "e", false, Some(100)),
+        ];
+        let v = View {
+            silent: &dead,
+            ..view(&members, &r, &none)
+        };
+        assert_eq!(plan(&v), Some(Action::Promote { id: 5 }), "add first");
+        // Four voters now: the silent one goes.
+        let members = [
+            member(1, "a", true, Some(100)),
+            member(2, "b", true, Some(100)),
+            member(3, "c", true, Some(40)),
+            member(4, "d", false, Some(10)),
+            member(5, "e", true, Some(100)),
+        ];
+        let v = View {
+            silent: &dead,
+            ..view(&members, &r, &none)
+        };
+        assert!(matches!(plan(&v), Some(Action::Demote { id: 3, .. })));
+        // Two of three voters silent: adding a fourth could not commit (2 live of 4): nothing.
+        let two_dead: BTreeSet<NodeId> = [2, 3].into();
+        let members = [
+            member(1, "a", true, Some(100)),
+            member(2, "b", true, Some(40)),
+            member(3, "c", true, Some(40)),
+            member(5, "e", false, Some(100)),
+        ];
+        let v = View {
+            silent: &two_dead,
+            ..view(&members, &r, &none)
+        };
+        assert_eq!(plan(&v), None);
+        // Nobody silent and the target met: nothing.
+        assert_eq!(plan(&view(&members, &r, &none)), None);
+    }
+
+    #[test]
+    fn silence_counts_from_the_last_heartbeat_or_from_taking_over() {
+        let t0 = Instant::now();
+        let voters: BTreeSet<NodeId> = [1, 2, 3].into();
+        let heard = std::collections::HashMap::from([
+            (1, t0 + Duration::from_secs(9)),
+            (2, t0 + Duration::from_secs(1)),
+        ]);
+        let now = t0 + Duration::from_secs(10);
+        let after = Duration::from_secs(5);
+        assert_eq!(
+            silent_voters(&voters, &heard, t0, now, after),
+            [2, 3].into()
+        );
+        // A leader that took over 2 s ago presumes everybody alive for now.
+        let since = t0 + Duration::from_secs(8);
+        assert!(silent_voters(&voters, &heard, since, now, after).is_empty());
     }
 
     #[test]

@@ -55,6 +55,8 @@ struct Inner {
     /// Held while a membership change is decided and made, so that a client's add or remove
     /// and the healer's changes never act on each other's stale view.
     membership: tokio::sync::Mutex<()>,
+    /// The leader said this node is not a member any more.
+    removed: std::sync::atomic::AtomicBool,
 }
 
 /// A node's start as the leader saw it in its heartbeats.
@@ -139,6 +141,7 @@ impl MetaNode {
                 boots: Mutex::new(HashMap::new()),
                 suspects: Mutex::new(BTreeMap::new()),
                 membership: tokio::sync::Mutex::new(()),
+                removed: std::sync::atomic::AtomicBool::new(false),
             }),
         };
         tokio::spawn(node.clone().follow_standing());
@@ -689,9 +692,10 @@ impl MetaNode {
     /// recently. Not written to the log.
     pub fn receive_heartbeat(&self, beat: &Heartbeat) -> Result<HeartbeatReply, ProposalError> {
         let worker = beat.worker;
-        let (leader, quorum_age, applied, term, matched) = {
+        let (leader, quorum_age, applied, term, matched, removed) = {
             let metrics = self.inner.raft.metrics();
             let m = metrics.borrow();
+            let removed = m.membership_config.membership().get_node(&worker).is_none();
             let matched = m
                 .replication
                 .as_ref()
@@ -703,6 +707,7 @@ impl MetaNode {
                 m.last_applied.map(|l| l.index),
                 m.current_term,
                 matched,
+                removed,
             )
         };
         if leader != Some(self.id()) {
@@ -722,8 +727,9 @@ impl MetaNode {
             beats.insert(worker, Instant::now());
         }
         Ok(HeartbeatReply {
-            acked: recent,
+            acked: recent && !removed,
             applied,
+            removed,
         })
     }
 
@@ -753,14 +759,33 @@ impl MetaNode {
             worker: self.id(),
             boot: Some(self.inner.boot.clone()),
         };
-        match self.leader() {
+        let reply = match self.leader() {
             Some(leader) if leader == self.id() => self.receive_heartbeat(&beat),
             Some(leader) => {
                 let client = self.leader_client(leader)?;
                 from_leader(&client, client.heartbeat(&beat, timeout).await)
             }
             None => Err(ProposalError::NotLeader { leader: None }),
+        }?;
+        // A node that never belonged to the cluster (waiting for add-node) is not "removed".
+        let removed = reply.removed && self.inner.raft.metrics().borrow().last_log_index.is_some();
+        let was = self
+            .inner
+            .removed
+            .swap(removed, std::sync::atomic::Ordering::Relaxed);
+        if removed && !was {
+            warn!("this node was removed from the cluster: it runs no tasks and takes no part until it is added again (ferry cluster add-node)");
+        } else if was && !removed {
+            info!("this node is a member of the cluster again");
         }
+        Ok(reply)
+    }
+
+    /// Whether the leader said this node is not a member any more.
+    pub fn removed(&self) -> bool {
+        self.inner
+            .removed
+            .load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// What this node says about itself to a bootstrapping peer. An invitation (the voters an

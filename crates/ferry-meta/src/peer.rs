@@ -42,6 +42,9 @@ pub struct HeartbeatReply {
     pub acked: bool,
     #[serde(default)]
     pub applied: Option<u64>,
+    /// The worker is not in the leader's membership: it was removed from the cluster.
+    #[serde(default)]
+    pub removed: bool,
 }
 
 /// Something only the leader can do.

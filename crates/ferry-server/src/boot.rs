@@ -105,7 +105,7 @@ pub async fn run(config: ClusterConfig, mut shutdown: watch::Receiver<bool>) -> 
 
     let healer = tokio::spawn(ferry_meta::heal::run(
         node.clone(),
-        config.target_voters,
+        config.heal_settings(),
         shutdown.clone(),
     ));
 

@@ -95,6 +95,11 @@ pub struct RaftSettings {
     /// How long a write or a linearizable read waits for a leader before failing (ms).
     #[serde(default = "RaftSettings::default_request_timeout_ms")]
     pub request_timeout_ms: u64,
+    /// A voter unreachable this long (ms) is replaced by a caught-up learner, if there is one:
+    /// the leader promotes the learner, then demotes the dead voter to learner, one change at
+    /// a time and only while the live voters stay a majority. 0: never.
+    #[serde(default = "RaftSettings::default_replace_dead_voter_after_ms")]
+    pub replace_dead_voter_after_ms: u64,
     /// Test only: reach these peers (node id → host:port) at these addresses instead of their
     /// raft_addr, so that a fault-injection proxy can sit between each pair of nodes.
     #[serde(default)]
@@ -124,6 +129,9 @@ impl RaftSettings {
     const fn default_request_timeout_ms() -> u64 {
         15_000
     }
+    const fn default_replace_dead_voter_after_ms() -> u64 {
+        30_000
+    }
 }
 
 impl Default for RaftSettings {
@@ -135,6 +143,7 @@ impl Default for RaftSettings {
             snapshot_logs: Self::default_snapshot_logs(),
             logs_to_keep: Self::default_logs_to_keep(),
             request_timeout_ms: Self::default_request_timeout_ms(),
+            replace_dead_voter_after_ms: Self::default_replace_dead_voter_after_ms(),
             test_peer_addrs: BTreeMap::new(),
             test_storage_fault_file: None,
         }
@@ -410,6 +419,15 @@ impl ClusterConfig {
 
     pub fn request_timeout(&self) -> Duration {
         Duration::from_millis(self.raft.request_timeout_ms)
+    }
+
+    /// How the leader heals the membership.
+    pub fn heal_settings(&self) -> ferry_meta::heal::Settings {
+        ferry_meta::heal::Settings {
+            target_voters: self.target_voters,
+            replace_dead_voter_after: (self.raft.replace_dead_voter_after_ms > 0)
+                .then(|| Duration::from_millis(self.raft.replace_dead_voter_after_ms)),
+        }
     }
 }
 

@@ -303,9 +303,13 @@ impl Api {
             members,
             target_voters: self.target_voters as u32,
             incarnation: self.node.boot().incarnation.clone(),
+            removed: self.node.removed(),
             not_voting: {
                 let standing = self.node.standing();
-                if standing.may_vote() {
+                if self.node.removed() {
+                    "this node was removed from the cluster (ferry cluster add-node adds it again)"
+                        .to_string()
+                } else if standing.may_vote() {
                     String::new()
                 } else {
                     standing.reason(&self.node.boot().incarnation)
