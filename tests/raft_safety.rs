@@ -355,3 +355,65 @@ fn a_removed_node_learns_it_was_removed_says_so_and_runs_no_tasks() {
         (status["removed"] == false).then_some(())
     });
 }
+
+#[test]
+fn a_node_of_the_previous_format_and_the_new_coexist_until_the_feature_level_is_raised() {
+    let mut settings = Settings::default();
+    settings.format_versions.insert(3, 1);
+    let (mut cluster, leader) = started(settings);
+    let leader = if leader == 3 {
+        cluster.kill9(3);
+        cluster.start(3);
+        cluster.wait_leader_among(&[1, 2], BOOT)
+    } else {
+        leader
+    };
+    // Every member has said which format it understands: node 3 the previous one.
+    let status = wait_for("every member's format reported to the leader", BOOT, || {
+        let status = cluster.status(leader)?;
+        let all = status["members"]
+            .as_array()?
+            .iter()
+            .all(|m| m["format"].as_u64().is_some());
+        all.then_some(status)
+    });
+    assert_eq!(member(&status, 3).expect("node 3")["format"], 1, "{status}");
+    assert_eq!(
+        status["feature_level"], 1,
+        "not raised while node 3 is old: {status}"
+    );
+    // The mixed cluster serves, on the old node too.
+    assert!(cluster.create_sink(leader, "mixed").ok());
+    let out = cluster.cli_on(&[3], &["-o", "json", "connectors", "config", "mixed"]);
+    assert!(out.ok(), "{out:?}");
+    // Node 3 upgraded: the leader raises the level by itself.
+    cluster.stop(3);
+    cluster.settings.format_versions.clear();
+    cluster.rewrite_config(3);
+    cluster.start(3);
+    wait_for("the feature level raised", BOOT, || {
+        let status = cluster.status(3)?;
+        (status["feature_level"] == 2).then_some(())
+    });
+    assert!(cluster
+        .log_text(leader)
+        .contains("raising the cluster feature level"));
+    // Going back to the old build now: it refuses the entry it cannot understand, and says so.
+    cluster.stop(3);
+    cluster.settings.format_versions.insert(3, 1);
+    cluster.rewrite_config(3);
+    cluster.start(3);
+    let code = cluster.wait_exit(3, BOOT);
+    // 1 when it meets the entry re-applying its log at start, 70 when it meets it later.
+    assert!(
+        matches!(code, Some(1 | 70)),
+        "the old build stops: {code:?}"
+    );
+    let log = cluster.log_text(3);
+    assert!(
+        log.contains("needs format 2, and this ferryd understands formats up to 1"),
+        "it says why"
+    );
+    assert!(!log.contains("panicked"));
+    no_panics(&cluster);
+}

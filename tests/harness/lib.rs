@@ -120,6 +120,9 @@ pub struct Settings {
     pub panic_connector: Option<String>,
     /// `[raft] replace_dead_voter_after_ms`, when not the default.
     pub replace_dead_voter_ms: Option<u64>,
+    /// Test only: nodes that behave as an older build, understanding formats of the
+    /// replicated state up to the given one (`[raft] test_format_version`).
+    pub format_versions: BTreeMap<u64, u32>,
 }
 
 impl Default for Settings {
@@ -145,6 +148,7 @@ impl Default for Settings {
             storage_fault: false,
             panic_connector: None,
             replace_dead_voter_ms: None,
+            format_versions: BTreeMap::new(),
         }
     }
 }
@@ -297,6 +301,9 @@ impl Cluster {
                 overrides.join(", ")
             ));
         }
+        if let Some(version) = s.format_versions.get(&id) {
+            text.push_str(&format!("test_format_version = {version}\n"));
+        }
         if let Some(ms) = s.replace_dead_voter_ms {
             text.push_str(&format!("replace_dead_voter_after_ms = {ms}\n"));
         }
@@ -346,6 +353,12 @@ impl Cluster {
             );
             std::thread::sleep(Duration::from_millis(50));
         }
+    }
+
+    /// Write a node's cluster.toml again from the settings (which a test may have changed);
+    /// it takes effect at the node's next start.
+    pub fn rewrite_config(&self, id: u64) {
+        self.write_config(id);
     }
 
     fn write_config(&self, id: u64) {

@@ -315,6 +315,10 @@ pub fn cluster(format: Format, c: &pb::ClusterStatusResponse) {
                 opt(c.snapshot_index),
                 opt(c.purged_index)
             );
+            println!(
+                "feature level {} (this node understands formats up to {})",
+                c.feature_level, c.format
+            );
             if !c.not_voting.is_empty() {
                 println!("not voting: {}", c.not_voting);
             }
@@ -350,10 +354,13 @@ pub fn cluster(format: Format, c: &pb::ClusterStatusResponse) {
             "incarnation": c.incarnation,
             "not_voting": c.not_voting,
             "removed": c.removed,
+            "feature_level": c.feature_level,
+            "format": c.format,
             "members": c.members.iter().map(|m| json!({
                 "id": m.id, "role": m.role, "raft_state": m.raft_state,
                 "api_addr": m.api_addr, "raft_addr": m.raft_addr, "matched_index": m.matched_index,
                 "incarnation": m.incarnation, "acknowledged_index": m.acknowledged_index,
+                "format": m.format,
             })).collect::<Vec<_>>(),
         })),
     }

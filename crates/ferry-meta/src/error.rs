@@ -25,7 +25,7 @@ pub enum MetaError {
     },
     #[error("raft: {0}")]
     Raft(String),
-    #[error("membership change refused: {0}")]
+    #[error("refused by the leader: {0}")]
     Membership(String),
     #[error("cannot decode {what}: {reason}")]
     Codec { what: String, reason: String },

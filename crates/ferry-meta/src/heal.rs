@@ -39,6 +39,10 @@ pub struct Boot {
     pub boot_id: String,
     /// Its last log index when it started (`None`: an empty log).
     pub last_log_index: Option<u64>,
+    /// The highest format it understands (see `crate::format`); a node of a build from
+    /// before formats were recorded sends none.
+    #[serde(default = "crate::format::base")]
+    pub format: u32,
 }
 
 /// Where a node stands, as it sees itself.
@@ -285,6 +289,31 @@ pub struct Settings {
     pub replace_dead_voter_after: Option<Duration>,
 }
 
+/// On the leader: raise the cluster's feature level once every member understands a higher one.
+async fn raise_feature_level(node: &MetaNode, members: &[Member]) {
+    let current = node.state().read().state.feature_level();
+    let formats = node.reported_formats();
+    let reported: Vec<Option<u32>> = members
+        .iter()
+        .map(|m| formats.get(&m.id).copied())
+        .collect();
+    let Some(level) = crate::format::level_to_raise(current, &reported) else {
+        return;
+    };
+    info!(
+        from = current,
+        to = level,
+        "every member understands a higher format: raising the cluster feature level"
+    );
+    let request = crate::state::Request::new(
+        format!("feature-level/{level}"),
+        crate::state::Command::SetFeatureLevel { level },
+    );
+    if let Err(e) = node.write(request).await {
+        warn!(error = %e, "cannot raise the feature level yet; will retry");
+    }
+}
+
 /// On the leader, until `shutdown`: carry out [`plan`], one change at a time.
 pub async fn run(node: MetaNode, settings: Settings, mut shutdown: watch::Receiver<bool>) {
     let mut leader_since: Option<Instant> = None;
@@ -320,6 +349,7 @@ pub async fn run(node: MetaNode, settings: Settings, mut shutdown: watch::Receiv
             target_voters: settings.target_voters,
         };
         let Some(action) = plan(&view) else {
+            raise_feature_level(&node, &members).await;
             continue;
         };
         let (changed, what) = match &action {
@@ -629,6 +659,7 @@ mod tests {
             incarnation: "a".into(),
             boot_id: "b".into(),
             last_log_index: last,
+            format: crate::format::FORMAT_VERSION,
         };
         assert!(started_behind(&boot(Some(50)), Some(80)).is_some());
         assert!(started_behind(&boot(None), Some(1)).is_some());

@@ -5,6 +5,7 @@
 //! property maps.
 
 pub mod error;
+pub mod format;
 pub mod heal;
 pub mod network;
 pub mod node;

@@ -123,6 +123,7 @@ impl MetaNode {
             incarnation,
             boot_id: uuid::Uuid::new_v4().to_string(),
             last_log_index,
+            format: crate::format::understood(),
         };
         info!(incarnation = %boot.incarnation, last_log_index = ?boot.last_log_index, "raft storage opened");
         let node = MetaNode {
@@ -251,6 +252,14 @@ impl MetaNode {
         lock(&self.inner.boots)
             .get(&id)
             .and_then(|seen| seen.matched)
+    }
+
+    /// On the leader: the format each node said it understands.
+    pub fn reported_formats(&self) -> BTreeMap<NodeId, u32> {
+        lock(&self.inner.boots)
+            .iter()
+            .map(|(id, seen)| (*id, seen.boot.format))
+            .collect()
     }
 
     /// On the leader: the voters to demote, with why.
@@ -433,6 +442,14 @@ impl MetaNode {
         };
         match proposal {
             Proposal::Write(request) => {
+                if !matches!(
+                    request.command,
+                    crate::state::Command::SetFeatureLevel { .. }
+                ) {
+                    let level = self.state().read().state.feature_level();
+                    crate::format::admissible(request.format, level)
+                        .map_err(ProposalError::Refused)?;
+                }
                 let written = raft
                     .client_write(request.clone())
                     .await

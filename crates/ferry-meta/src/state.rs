@@ -221,10 +221,11 @@ impl Offsets {
 }
 
 /// A write to the replicated state, with an optional client request id that makes a retry of the
-/// same write apply once.
-#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+/// same write apply once, and the format its command needs (see `crate::format`).
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Request {
     pub id: Option<String>,
+    pub format: u32,
     pub command: Command,
 }
 
@@ -232,13 +233,61 @@ impl Request {
     pub fn new(id: impl Into<String>, command: Command) -> Self {
         Request {
             id: Some(id.into()),
+            format: command.format(),
             command,
         }
     }
 
     /// A write without a request id: applied as often as it is proposed.
     pub fn anonymous(command: Command) -> Self {
-        Request { id: None, command }
+        Request {
+            id: None,
+            format: command.format(),
+            command,
+        }
+    }
+}
+
+/// A request as written: its command is decoded only if this build understands its format.
+#[derive(Serialize, Deserialize)]
+struct WireRequest {
+    id: Option<String>,
+    #[serde(default = "crate::format::base")]
+    format: u32,
+    command: serde_json::Value,
+}
+
+impl Serialize for Request {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let command = match &self.command {
+            Command::Unsupported { raw, .. } => raw.clone(),
+            known => serde_json::to_value(known).map_err(serde::ser::Error::custom)?,
+        };
+        WireRequest {
+            id: self.id.clone(),
+            format: self.format,
+            command,
+        }
+        .serialize(serializer)
+    }
+}
+
+impl<'de> Deserialize<'de> for Request {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let wire = WireRequest::deserialize(deserializer)?;
+        let command = if wire.format > crate::format::understood() {
+            Command::Unsupported {
+                format: wire.format,
+                raw: wire.command,
+            }
+        } else {
+            serde_json::from_value(wire.command).map_err(serde::de::Error::custom)?
+        };
+        Ok(Request {
+            id: wire.id,
+            format: wire.format,
+            command,
+        })
     }
 }
 
@@ -259,6 +308,17 @@ impl fmt::Display for Request {
 /// Every change to [`ClusterState`].
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
 pub enum Command {
+    /// Raise the cluster's feature level (format 2): only once every member understands it.
+    SetFeatureLevel {
+        level: u32,
+    },
+    /// A command of a format this build does not understand, kept as it was written so that
+    /// it is stored and passed on unchanged; applying it stops the node (see `crate::format`).
+    #[serde(skip)]
+    Unsupported {
+        format: u32,
+        raw: serde_json::Value,
+    },
     /// Set once by the node that bootstrapped the cluster.
     SetClusterId {
         id: String,
@@ -363,8 +423,21 @@ pub enum Command {
 }
 
 impl Command {
+    /// The format a command needs: every command before formats were recorded is
+    /// [`BASE_FORMAT`](crate::format::BASE_FORMAT). A new command or a new meaning of a field
+    /// gets the next format here.
+    pub fn format(&self) -> u32 {
+        match self {
+            Command::SetFeatureLevel { .. } => 2,
+            Command::Unsupported { format, .. } => *format,
+            _ => crate::format::BASE_FORMAT,
+        }
+    }
+
     pub fn kind(&self) -> &'static str {
         match self {
+            Command::SetFeatureLevel { .. } => "set-feature-level",
+            Command::Unsupported { .. } => "unsupported",
             Command::SetClusterId { .. } => "set-cluster-id",
             Command::PutWorker { .. } => "put-worker",
             Command::RemoveWorker { .. } => "remove-worker",
@@ -389,6 +462,8 @@ impl Command {
     pub fn connector(&self) -> Option<&str> {
         match self {
             Command::SetClusterId { .. }
+            | Command::SetFeatureLevel { .. }
+            | Command::Unsupported { .. }
             | Command::PutWorker { .. }
             | Command::RemoveWorker { .. } => None,
             Command::PutConnector { name, .. }
@@ -440,6 +515,8 @@ pub enum Outcome {
 pub enum Rejection {
     #[error("connector {name} not found")]
     NotFound { name: String },
+    #[error("a command of format {format}, which this build does not understand")]
+    Unsupported { format: u32 },
     #[error("connector {name} already exists")]
     AlreadyExists { name: String },
     #[error("connector {name} is at version {actual}, not the expected {expected}")]
@@ -485,6 +562,10 @@ pub type Response = Result<Outcome, Rejection>;
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, Default)]
 pub struct ClusterState {
     pub cluster_id: Option<String>,
+    /// The highest format every member understands, raised by the leader (see
+    /// `crate::format`); snapshots carry it, so a node can tell one it cannot read.
+    #[serde(default = "crate::format::base")]
+    pub feature_level: u32,
     pub workers: BTreeMap<NodeId, FerryNode>,
     pub connectors: BTreeMap<String, Connector>,
     pub assignments: BTreeMap<String, ConnectorAssignment>,
@@ -505,6 +586,11 @@ pub struct ClusterState {
 }
 
 impl ClusterState {
+    /// The cluster's feature level (see `crate::format`).
+    pub fn feature_level(&self) -> u32 {
+        self.feature_level.max(crate::format::BASE_FORMAT)
+    }
+
     /// Apply one request. A request id seen recently gets its first answer again and changes
     /// nothing.
     pub fn apply(&mut self, request: &Request) -> Response {
@@ -545,6 +631,11 @@ impl ClusterState {
 
     fn apply_command(&mut self, command: &Command) -> Response {
         match command {
+            Command::SetFeatureLevel { level } => {
+                self.feature_level = self.feature_level.max(*level);
+                Ok(Outcome::Done)
+            }
+            Command::Unsupported { format, .. } => Err(Rejection::Unsupported { format: *format }),
             Command::SetClusterId { id } => match &self.cluster_id {
                 Some(current) if current != id => Err(Rejection::ClusterIdSet {
                     current: current.clone(),

@@ -39,6 +39,13 @@ const SERVER_DRAIN: Duration = Duration::from_secs(2);
 pub async fn run(config: ClusterConfig, mut shutdown: watch::Receiver<bool>) -> anyhow::Result<()> {
     std::fs::create_dir_all(&config.data_dir)
         .with_context(|| format!("cannot create data_dir {}", config.data_dir.display()))?;
+    if let Some(version) = config.raft.test_format_version {
+        ferry_meta::format::understand_only(version);
+        warn!(
+            version,
+            "test only: understanding formats of the replicated state up to {version}"
+        );
+    }
     let node = MetaNode::start(
         config.node_id,
         &config.data_dir.join("raft"),

@@ -108,6 +108,11 @@ pub struct RaftSettings {
     /// would (the node must then exit rather than serve). Never set this in production.
     #[serde(default)]
     pub test_storage_fault_file: Option<PathBuf>,
+    /// Test only: behave as a build that understands formats of the replicated state up to
+    /// this one (an older release), to test mixed-version clusters. Never set this in
+    /// production.
+    #[serde(default)]
+    pub test_format_version: Option<u32>,
 }
 
 impl RaftSettings {
@@ -146,6 +151,7 @@ impl Default for RaftSettings {
             replace_dead_voter_after_ms: Self::default_replace_dead_voter_after_ms(),
             test_peer_addrs: BTreeMap::new(),
             test_storage_fault_file: None,
+            test_format_version: None,
         }
     }
 }

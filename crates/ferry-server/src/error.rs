@@ -26,9 +26,9 @@ impl From<ApiError> for Status {
                 | Rejection::StaleGeneration { .. }
                 | Rejection::NotOwned { .. } => Code::Aborted,
                 Rejection::StaleTaskConfigs { .. } => Code::Aborted,
-                Rejection::NotStopped { .. } | Rejection::ClusterIdSet { .. } => {
-                    Code::FailedPrecondition
-                }
+                Rejection::NotStopped { .. }
+                | Rejection::ClusterIdSet { .. }
+                | Rejection::Unsupported { .. } => Code::FailedPrecondition,
             },
             ApiError::Invalid(_) => Code::InvalidArgument,
             ApiError::Meta(m) if m.is_retriable() => Code::Unavailable,

@@ -863,3 +863,46 @@ fn exactly_once_commits_are_compare_and_set_and_fenced() {
         },
     ]);
 }
+
+#[test]
+fn requests_carry_their_format_and_ones_from_a_newer_build_are_kept_unread() {
+    // Written before formats were recorded: format 1.
+    let old = r#"{"id":"r1","command":{"SetClusterId":{"id":"c"}}}"#;
+    let request: Request = serde_json::from_str(old).expect("an old request decodes");
+    assert_eq!(request.format, crate::format::BASE_FORMAT);
+    assert_eq!(request.command, Command::SetClusterId { id: "c".into() });
+    // A known command round-trips with its format.
+    let raise = Request::new("r2", Command::SetFeatureLevel { level: 2 });
+    assert_eq!(raise.format, 2);
+    let text = serde_json::to_string(&raise).expect("encode");
+    assert_eq!(
+        serde_json::from_str::<Request>(&text).expect("decode"),
+        raise
+    );
+    // A command of a format this build does not understand: kept as written, passed on
+    // unchanged, and refused when applied.
+    let future = r#"{"id":"r3","format":99,"command":{"Teleport":{"to":"mars"}}}"#;
+    let request: Request = serde_json::from_str(future).expect("a future request decodes");
+    assert!(matches!(
+        request.command,
+        Command::Unsupported { format: 99, .. }
+    ));
+    let again: serde_json::Value =
+        serde_json::from_str(&serde_json::to_string(&request).expect("encode")).expect("json");
+    let original: serde_json::Value = serde_json::from_str(future).expect("json");
+    assert_eq!(again, original, "stored and forwarded unchanged");
+    let mut state = ClusterState::default();
+    assert_eq!(
+        state.apply(&request),
+        Err(Rejection::Unsupported { format: 99 })
+    );
+    // The feature level only rises.
+    assert_eq!(state.feature_level(), 1);
+    assert!(state
+        .apply(&Request::anonymous(Command::SetFeatureLevel { level: 2 }))
+        .is_ok());
+    assert!(state
+        .apply(&Request::anonymous(Command::SetFeatureLevel { level: 1 }))
+        .is_ok());
+    assert_eq!(state.feature_level(), 2);
+}

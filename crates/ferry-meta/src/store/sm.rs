@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use tokio::sync::watch;
 
 use crate::error::MetaError;
-use crate::state::{ClusterState, Outcome, Response};
+use crate::state::{ClusterState, Command, Outcome, Request, Response};
 use crate::types::{
     Entry, LogId, Snapshot, SnapshotMeta, StorageError, StoredMembership, TypeConfig,
 };
@@ -64,6 +64,7 @@ pub struct StateMachineStore {
 }
 
 impl StateMachineStore {
+    /// Open the state machine: its latest snapshot, if this build understands its format.
     pub(crate) fn open(db: &sled::Db) -> Result<Self, MetaError> {
         let snapshots = db
             .open_tree("snapshots")
@@ -88,6 +89,7 @@ impl StateMachineStore {
                 what: "the current snapshot's state".into(),
                 reason: e.to_string(),
             })?;
+            understood(&applied, None).map_err(|e| MetaError::Raft(e.to_string()))?;
         }
         let index = applied.last_applied.map_or(0, |l| l.index);
         let (tx, rx) = watch::channel(index);
@@ -193,6 +195,14 @@ impl RaftStateMachine<TypeConfig> for StateMachineStore {
                 applied.last_applied = Some(entry.log_id);
                 let answer = match entry.payload {
                     EntryPayload::Blank => Ok(Outcome::Done),
+                    EntryPayload::Normal(Request {
+                        command: Command::Unsupported { format, .. },
+                        ..
+                    }) => {
+                        let what = format!("log entry {}", entry.log_id);
+                        let e = std::io::Error::other(crate::format::refusal(&what, format));
+                        return Err(StorageIOError::apply(entry.log_id, &e).into());
+                    }
                     EntryPayload::Normal(request) => applied.state.apply(&request),
                     EntryPayload::Membership(membership) => {
                         applied.membership = StoredMembership::new(Some(entry.log_id), membership);
@@ -225,6 +235,7 @@ impl RaftStateMachine<TypeConfig> for StateMachineStore {
         let data = snapshot.into_inner();
         let installed: AppliedState = serde_json::from_slice(&data)
             .map_err(|e| StorageIOError::read_snapshot(Some(meta.signature()), &e))?;
+        understood(&installed, Some(meta))?;
         let stored = StoredSnapshot {
             meta: meta.clone(),
             data,
@@ -251,4 +262,18 @@ impl RaftStateMachine<TypeConfig> for StateMachineStore {
             snapshot: Box::new(Cursor::new(stored.data)),
         }))
     }
+}
+
+/// A snapshot's state carries the cluster's feature level: refuse one this build cannot read.
+fn understood(applied: &AppliedState, meta: Option<&SnapshotMeta>) -> Result<(), StorageError> {
+    let level = applied.state.feature_level();
+    if level <= crate::format::understood() {
+        return Ok(());
+    }
+    let what = match meta {
+        Some(meta) => format!("snapshot {}", meta.snapshot_id),
+        None => "the stored snapshot".to_string(),
+    };
+    let e = std::io::Error::other(crate::format::refusal(&what, level));
+    Err(StorageIOError::read_snapshot(meta.map(|m| m.signature()), &e).into())
 }

@@ -258,6 +258,7 @@ impl Api {
                 "follower".into()
             }
         };
+        let formats = self.node.reported_formats();
         let members = membership
             .nodes()
             .map(|(id, node)| pb::Member {
@@ -274,6 +275,9 @@ impl Api {
                 matched_index: replication.get(id).and_then(|m| m.map(|l| l.index)),
                 incarnation: node.incarnation.clone(),
                 acknowledged_index: self.node.acknowledged(*id),
+                format: (metrics.current_leader == Some(metrics.id))
+                    .then(|| formats.get(id).copied())
+                    .flatten(),
             })
             .collect();
         let leader_api_addr = metrics
@@ -304,6 +308,8 @@ impl Api {
             target_voters: self.target_voters as u32,
             incarnation: self.node.boot().incarnation.clone(),
             removed: self.node.removed(),
+            feature_level: self.node.state().read().state.feature_level(),
+            format: ferry_meta::format::understood(),
             not_voting: {
                 let standing = self.node.standing();
                 if self.node.removed() {
