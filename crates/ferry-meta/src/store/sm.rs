@@ -89,7 +89,7 @@ impl StateMachineStore {
                 what: "the current snapshot's state".into(),
                 reason: e.to_string(),
             })?;
-            understood(&applied, None).map_err(|e| MetaError::Raft(e.to_string()))?;
+            understood(&applied, None).map_err(MetaError::Raft)?;
         }
         let index = applied.last_applied.map_or(0, |l| l.index);
         let (tx, rx) = watch::channel(index);
@@ -235,7 +235,9 @@ impl RaftStateMachine<TypeConfig> for StateMachineStore {
         let data = snapshot.into_inner();
         let installed: AppliedState = serde_json::from_slice(&data)
             .map_err(|e| StorageIOError::read_snapshot(Some(meta.signature()), &e))?;
-        understood(&installed, Some(meta))?;
+        understood(&installed, Some(meta)).map_err(|refused| {
+            StorageIOError::read_snapshot(Some(meta.signature()), &std::io::Error::other(refused))
+        })?;
         let stored = StoredSnapshot {
             meta: meta.clone(),
             data,
@@ -264,8 +266,9 @@ impl RaftStateMachine<TypeConfig> for StateMachineStore {
     }
 }
 
-/// A snapshot's state carries the cluster's feature level: refuse one this build cannot read.
-fn understood(applied: &AppliedState, meta: Option<&SnapshotMeta>) -> Result<(), StorageError> {
+/// A snapshot's state carries the cluster's feature level: the refusal of one this build
+/// cannot read.
+fn understood(applied: &AppliedState, meta: Option<&SnapshotMeta>) -> Result<(), String> {
     let level = applied.state.feature_level();
     if level <= crate::format::understood() {
         return Ok(());
@@ -274,6 +277,5 @@ fn understood(applied: &AppliedState, meta: Option<&SnapshotMeta>) -> Result<(),
         Some(meta) => format!("snapshot {}", meta.snapshot_id),
         None => "the stored snapshot".to_string(),
     };
-    let e = std::io::Error::other(crate::format::refusal(&what, level));
-    Err(StorageIOError::read_snapshot(meta.map(|m| m.signature()), &e).into())
+    Err(crate::format::refusal(&what, level))
 }
