@@ -421,3 +421,112 @@ fn a_node_of_the_previous_format_and_the_new_coexist_until_the_feature_level_is_
     assert!(!log.contains("panicked"));
     no_panics(&cluster);
 }
+
+/// The highest generation among a connector's tasks, as its status shows them.
+fn max_generation(cluster: &Cluster, node: u64, name: &str) -> Option<u64> {
+    let status = cluster.json(node, &["connectors", "status", name]);
+    status["tasks"]
+        .as_array()?
+        .iter()
+        .filter_map(|t| t["generation"].as_u64())
+        .max()
+}
+
+#[test]
+fn backup_then_losing_two_of_three_nodes_then_restore_brings_connectors_offsets_and_generations_back(
+) {
+    let (mut cluster, leader) = started(Settings::default());
+    assert!(cluster.create_sink(leader, "kept").ok());
+    assert!(cluster.create_sink(leader, "also-kept").ok());
+    cluster.cli(leader, &["connectors", "stop", "kept"]);
+    let offsets = cluster.dir.path().join("offsets.json");
+    fs::write(
+        &offsets,
+        r#"{"offsets":[{"partition":{"kafka_topic":"test1","kafka_partition":0},"offset":{"kafka_offset":42}}]}"#,
+    )
+    .expect("write offsets");
+    cluster.cli(
+        leader,
+        &[
+            "connectors",
+            "offsets",
+            "kept",
+            "--alter",
+            &offsets.to_string_lossy(),
+        ],
+    );
+    let generation = wait_for("the other connector's tasks assigned", BOOT, || {
+        max_generation(&cluster, leader, "also-kept")
+    });
+    let file = cluster.dir.path().join("ferry.backup");
+    let taken = cluster.json(
+        leader,
+        &["cluster", "backup", "-f", &file.to_string_lossy()],
+    );
+    assert_eq!(taken["connectors"], 2, "{taken}");
+    let old_id = taken["cluster_id"].as_str().unwrap_or_default().to_string();
+
+    // Two of three nodes lost for good: no quorum is left.
+    let survivor = leader;
+    for id in (1..=3).filter(|id| *id != survivor) {
+        cluster.kill9(id);
+        cluster.wipe(id);
+    }
+    // The documented restore: stop the survivor, start every node empty (a new cluster from
+    // the same static peers), restore the backup into it.
+    cluster.stop(survivor);
+    cluster.wipe(survivor);
+    cluster.start_all();
+    let leader = cluster.wait_leader(BOOT);
+    let new_id = wait_for("the new cluster's id", BOOT, || {
+        let status = cluster.status(leader)?;
+        let id = status["cluster_id"].as_str()?.to_string();
+        (!id.is_empty() && status["feature_level"] == 2).then_some(id)
+    });
+    assert_ne!(new_id, old_id, "a new cluster");
+    let restored = cluster.json(
+        leader,
+        &["cluster", "restore", "-f", &file.to_string_lossy()],
+    );
+    assert_eq!(restored["connectors"], 2, "{restored}");
+    assert_eq!(restored["from_cluster_id"], old_id.as_str());
+    // A second restore is refused: the cluster has connectors now.
+    let again = cluster.cli_on(
+        &[leader],
+        &["cluster", "restore", "-f", &file.to_string_lossy()],
+    );
+    assert!(
+        !again.ok()
+            && again
+                .stderr
+                .contains("restored only into a cluster without"),
+        "{again:?}"
+    );
+
+    for id in 1..=3 {
+        let config = cluster.json(id, &["connectors", "config", "kept"]);
+        assert_eq!(config["topics"], "test1", "node {id}: {config}");
+        let offsets = cluster.json(id, &["connectors", "offsets", "kept"]);
+        assert_eq!(
+            offsets["offsets"][0]["offset"]["kafka_offset"], 42,
+            "node {id}: {offsets}"
+        );
+        wait_for(
+            "the target state back too: the connector STOPPED",
+            BOOT,
+            || {
+                let status = cluster.json(id, &["connectors", "status", "kept"]);
+                (status["connector"]["state"] == "STOPPED").then_some(())
+            },
+        );
+    }
+    // Tasks are assigned again, under generations above every one handed out before.
+    let after = wait_for(
+        "the restored connector's tasks assigned again",
+        BOOT,
+        || max_generation(&cluster, leader, "also-kept").filter(|g| *g > generation),
+    );
+    say(format!(
+        "generations: {generation} before the backup, {after} after the restore"
+    ));
+}

@@ -130,6 +130,18 @@ enum Cluster {
         #[arg(long)]
         id: u64,
     },
+    /// Write a consistent copy of the replicated state to a file (it holds connector configs
+    /// with their secrets: keep it safe). (`-o` is the output format, as everywhere.)
+    Backup {
+        #[arg(short = 'f', long)]
+        file: PathBuf,
+    },
+    /// Restore a backup into a cluster that has no connectors yet (see README, "Backup and
+    /// restore").
+    Restore {
+        #[arg(short = 'f', long)]
+        file: PathBuf,
+    },
 }
 
 fn main() -> ExitCode {
@@ -201,6 +213,34 @@ async fn run(cli: Cli) -> Result<(), Failure> {
                 })
                 .await?;
             output::cluster(out, &reply);
+        }
+        Top::Cluster(Cluster::Backup { file: path }) => {
+            let reply = servers
+                .call(|mut c| async move { c.backup(pb::Empty {}).await })
+                .await?;
+            std::fs::write(&path, &reply.data).map_err(|e| {
+                Failure::new(
+                    EXIT_INVALID,
+                    format!("cannot write {}: {e}", path.display()),
+                )
+            })?;
+            output::backup(out, &path, &reply);
+        }
+        Top::Cluster(Cluster::Restore { file }) => {
+            let data = std::fs::read(&file).map_err(|e| {
+                Failure::new(EXIT_INVALID, format!("cannot read {}: {e}", file.display()))
+            })?;
+            let req = pb::RestoreRequest {
+                data,
+                request_id: rid.clone(),
+            };
+            let reply = servers
+                .call(|mut c| {
+                    let req = req.clone();
+                    async move { c.restore(req).await }
+                })
+                .await?;
+            output::restore(out, &file, &reply);
         }
         Top::Cluster(Cluster::RemoveNode { id }) => {
             let reply = servers

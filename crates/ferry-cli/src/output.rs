@@ -294,8 +294,12 @@ pub fn validation(format: Format, reply: &pb::ValidateConfigResponse) {
     }
 }
 
+/// An optional index, or "-".
+fn opt(v: Option<u64>) -> String {
+    v.map_or_else(|| "-".to_string(), |v| v.to_string())
+}
+
 pub fn cluster(format: Format, c: &pb::ClusterStatusResponse) {
-    let opt = |v: Option<u64>| v.map_or_else(|| "-".to_string(), |v| v.to_string());
     match format {
         Format::Table => {
             println!("cluster  {}", or_dash(&c.cluster_id));
@@ -362,6 +366,44 @@ pub fn cluster(format: Format, c: &pb::ClusterStatusResponse) {
                 "incarnation": m.incarnation, "acknowledged_index": m.acknowledged_index,
                 "format": m.format,
             })).collect::<Vec<_>>(),
+        })),
+    }
+}
+
+/// What `cluster backup` wrote.
+pub fn backup(format: Format, path: &std::path::Path, b: &pb::BackupResponse) {
+    match format {
+        Format::Table => println!(
+            "backup of cluster {} at log index {}: {} connectors, written to {}",
+            or_dash(&b.cluster_id),
+            opt(b.applied_index),
+            b.connectors,
+            path.display()
+        ),
+        Format::Json => print_json(&json!({
+            "file": path.display().to_string(),
+            "cluster_id": b.cluster_id,
+            "applied_index": b.applied_index,
+            "connectors": b.connectors,
+        })),
+    }
+}
+
+/// What `cluster restore` brought back.
+pub fn restore(format: Format, path: &std::path::Path, r: &pb::RestoreResponse) {
+    match format {
+        Format::Table => println!(
+            "restored {} connectors from {} (cluster {}, log index {})",
+            r.connectors,
+            path.display(),
+            or_dash(&r.from_cluster_id),
+            opt(r.from_applied_index)
+        ),
+        Format::Json => print_json(&json!({
+            "file": path.display().to_string(),
+            "connectors": r.connectors,
+            "from_cluster_id": r.from_cluster_id,
+            "from_applied_index": r.from_applied_index,
         })),
     }
 }

@@ -4,6 +4,7 @@
 //! Nothing here knows about Kafka or connectors: the state holds connector configs as opaque
 //! property maps.
 
+pub mod backup;
 pub mod error;
 pub mod format;
 pub mod heal;

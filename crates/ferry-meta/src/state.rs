@@ -312,6 +312,10 @@ pub enum Command {
     SetFeatureLevel {
         level: u32,
     },
+    /// Restore a backup into a cluster without connectors (format 2): see `crate::backup`.
+    RestoreState {
+        state: Box<ClusterState>,
+    },
     /// A command of a format this build does not understand, kept as it was written so that
     /// it is stored and passed on unchanged; applying it stops the node (see `crate::format`).
     #[serde(skip)]
@@ -428,7 +432,7 @@ impl Command {
     /// gets the next format here.
     pub fn format(&self) -> u32 {
         match self {
-            Command::SetFeatureLevel { .. } => 2,
+            Command::SetFeatureLevel { .. } | Command::RestoreState { .. } => 2,
             Command::Unsupported { format, .. } => *format,
             _ => crate::format::BASE_FORMAT,
         }
@@ -437,6 +441,7 @@ impl Command {
     pub fn kind(&self) -> &'static str {
         match self {
             Command::SetFeatureLevel { .. } => "set-feature-level",
+            Command::RestoreState { .. } => "restore-state",
             Command::Unsupported { .. } => "unsupported",
             Command::SetClusterId { .. } => "set-cluster-id",
             Command::PutWorker { .. } => "put-worker",
@@ -463,6 +468,7 @@ impl Command {
         match self {
             Command::SetClusterId { .. }
             | Command::SetFeatureLevel { .. }
+            | Command::RestoreState { .. }
             | Command::Unsupported { .. }
             | Command::PutWorker { .. }
             | Command::RemoveWorker { .. } => None,
@@ -517,6 +523,11 @@ pub enum Rejection {
     NotFound { name: String },
     #[error("a command of format {format}, which this build does not understand")]
     Unsupported { format: u32 },
+    #[error(
+        "the cluster has {connectors} connectors: a backup is restored only into a cluster \
+         without any (a new cluster, or delete them first)"
+    )]
+    NotEmpty { connectors: usize },
     #[error("connector {name} already exists")]
     AlreadyExists { name: String },
     #[error("connector {name} is at version {actual}, not the expected {expected}")]
@@ -636,6 +647,15 @@ impl ClusterState {
                 Ok(Outcome::Done)
             }
             Command::Unsupported { format, .. } => Err(Rejection::Unsupported { format: *format }),
+            Command::RestoreState { state } => {
+                if !self.connectors.is_empty() {
+                    return Err(Rejection::NotEmpty {
+                        connectors: self.connectors.len(),
+                    });
+                }
+                *self = crate::backup::restored(self, state);
+                Ok(Outcome::Done)
+            }
             Command::SetClusterId { id } => match &self.cluster_id {
                 Some(current) if current != id => Err(Rejection::ClusterIdSet {
                     current: current.clone(),

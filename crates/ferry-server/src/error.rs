@@ -28,7 +28,8 @@ impl From<ApiError> for Status {
                 Rejection::StaleTaskConfigs { .. } => Code::Aborted,
                 Rejection::NotStopped { .. }
                 | Rejection::ClusterIdSet { .. }
-                | Rejection::Unsupported { .. } => Code::FailedPrecondition,
+                | Rejection::Unsupported { .. }
+                | Rejection::NotEmpty { .. } => Code::FailedPrecondition,
             },
             ApiError::Invalid(_) => Code::InvalidArgument,
             ApiError::Meta(m) if m.is_retriable() => Code::Unavailable,

@@ -670,6 +670,41 @@ impl Management for Api {
         Ok(GrpcResponse::new(self.cluster_status()))
     }
 
+    async fn backup(&self, _req: GrpcRequest<pb::Empty>) -> Reply<pb::BackupResponse> {
+        self.node.linearizable().await.map_err(ApiError::from)?;
+        let backup = {
+            let applied = self.node.state().read();
+            ferry_meta::backup::Backup::of(&applied.state, applied.last_applied.map(|l| l.index))
+        };
+        let data = backup.encode().map_err(ApiError::Invalid)?;
+        info!(applied_index = ?backup.applied_index, connectors = backup.state.connectors.len(), "backup taken");
+        Ok(GrpcResponse::new(pb::BackupResponse {
+            data,
+            applied_index: backup.applied_index,
+            cluster_id: backup.cluster_id.clone().unwrap_or_default(),
+            connectors: backup.state.connectors.len() as u32,
+        }))
+    }
+
+    async fn restore(&self, req: GrpcRequest<pb::RestoreRequest>) -> Reply<pb::RestoreResponse> {
+        let req = req.into_inner();
+        let backup = ferry_meta::backup::Backup::decode(&req.data).map_err(ApiError::Invalid)?;
+        let connectors = backup.state.connectors.len() as u32;
+        self.write(
+            &req.request_id,
+            Command::RestoreState {
+                state: Box::new(backup.state),
+            },
+        )
+        .await?;
+        info!(connectors, from = ?backup.cluster_id, "backup restored");
+        Ok(GrpcResponse::new(pb::RestoreResponse {
+            connectors,
+            from_cluster_id: backup.cluster_id.unwrap_or_default(),
+            from_applied_index: backup.applied_index,
+        }))
+    }
+
     async fn remove_node(
         &self,
         req: GrpcRequest<pb::RemoveNodeRequest>,
