@@ -194,8 +194,12 @@ fn a_corrupt_or_foreign_cluster_id_stops_the_node_at_start() {
         ),
     ];
     for (what, content, message) in cases {
+        let good = wait_for("the node to persist its cluster id", BOOT, || {
+            fs::read_to_string(&file)
+                .ok()
+                .filter(|id| !id.trim().is_empty())
+        });
         cluster.stop(victim);
-        let good = fs::read_to_string(&file).expect("the cluster id was persisted");
         fs::write(&file, content).expect("write");
         cluster.start(victim);
         let code = cluster.wait_exit(victim, BOOT);

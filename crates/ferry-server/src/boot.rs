@@ -436,7 +436,11 @@ async fn register(
                     }
                     Some(_) => {}
                     None => {
-                        std::fs::write(&file, format!("{cluster_id}\n"))
+                        // Written whole or not at all: a crash mid-write must not leave a
+                        // file that stops the node at its next start.
+                        let tmp = file.with_extension("tmp");
+                        std::fs::write(&tmp, format!("{cluster_id}\n"))
+                            .and_then(|()| std::fs::rename(&tmp, &file))
                             .with_context(|| format!("cannot write {}", file.display()))?;
                         info!(%cluster_id, "joined cluster");
                     }
