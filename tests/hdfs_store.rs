@@ -16,14 +16,30 @@ async fn the_hdfs_store_keeps_the_commit_protocols_promises_on_a_real_namenode()
     let data: Vec<u8> = (0..3 * 1024 * 1024 + 123)
         .map(|i| (i % 251) as u8)
         .collect();
-    let mut out = store
-        .create("/data/log/+tmp/t/x_tmp.avro")
-        .await
-        .expect("create");
-    for piece in data.chunks(128 * 1024) {
-        out.write(piece.to_vec()).await.expect("write");
+    // A retriable failure (a just-started DataNode's block not yet reported: "Not replicated
+    // yet") is what the sink's retry layer takes: a new session writes the file again.
+    let path = "/data/log/+tmp/t/x_tmp.avro";
+    let mut attempt = 0;
+    loop {
+        attempt += 1;
+        let written: ferry_connect::Result<()> = async {
+            let mut out = store.create(path).await?;
+            for piece in data.chunks(128 * 1024) {
+                out.write(piece.to_vec()).await?;
+            }
+            out.close().await
+        }
+        .await;
+        match written {
+            Ok(()) => break,
+            Err(e) if e.is_retriable() && attempt < 5 => {
+                say(format!("attempt {attempt}: {e}; writing the file again"));
+                store.delete(path).await.expect("delete the partial file");
+                tokio::time::sleep(std::time::Duration::from_millis(500 * attempt)).await;
+            }
+            Err(e) => panic!("write: {e:?}"),
+        }
     }
-    out.close().await.expect("close");
     let again = store.create("/data/log/+tmp/t/x_tmp.avro").await;
     assert!(again.is_err(), "an existing file is never overwritten");
 
