@@ -555,11 +555,32 @@ impl Nemeses<'_> {
                     .dir
                     .path()
                     .join(format!("rollback-{victim}-{}", self.faults.len()));
+                let copied = self
+                    .cluster
+                    .status(victim)
+                    .and_then(|s| s["last_log_index"].as_u64())
+                    .unwrap_or_default();
                 self.cluster.stop(victim);
                 self.cluster.copy_data_dir(victim, &copy);
                 self.cluster.start(victim);
-                // Records flow and the node acknowledges entries its copy lacks.
-                std::thread::sleep(hold);
+                // Records flow until the leader has seen the node acknowledge entries its copy
+                // lacks (bounded by the hold, longer than several heartbeats).
+                let started = Instant::now();
+                while started.elapsed() < hold {
+                    let acked = leader(self.cluster, &self.probe, &running)
+                        .and_then(|l| self.cluster.status(l))
+                        .and_then(|s| {
+                            s["members"]
+                                .as_array()?
+                                .iter()
+                                .find(|m| m["id"] == victim)?["acknowledged_index"]
+                                .as_u64()
+                        });
+                    if acked.is_some_and(|a| a > copied + 20) {
+                        break;
+                    }
+                    std::thread::sleep(Duration::from_millis(250));
+                }
                 self.cluster.stop(victim);
                 self.cluster.restore_data_dir(victim, &copy);
                 self.cluster.start(victim);
