@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use ferry_tests::pipeline::{create, create_source_with, started, write_input};
-use ferry_tests::{lines_in_work_dirs, say, wait_for, Cluster, Kafka, Settings};
+use ferry_tests::{lines_in_work_dirs, produce_bytes, say, wait_for, Cluster, Kafka, Settings};
 
 const FLOW: Duration = Duration::from_secs(90);
 
@@ -91,6 +91,31 @@ fn json_values_travel_in_kafka_connects_envelope_and_back() {
         decoded.len(),
         raw.iter().next().map(String::as_str).unwrap_or_default()
     ));
+}
+
+/// Bytes that are not UTF-8 under StringConverter are read with U+FFFD in their place, as
+/// Kafka Connect reads them: the task neither fails nor skips the record.
+#[test]
+fn string_converter_reads_invalid_utf8_with_replacement_characters() {
+    let kafka = Kafka::start(&[("lines", 1)]);
+    let (cluster, leader) = started(1, &kafka, Settings::default());
+    produce_bytes(
+        &kafka,
+        "lines",
+        &[b"caf\xe9 au lait", b"plain", b"\xff\xfe"],
+    );
+    create_raw(&cluster, leader);
+    let got = output(&cluster, "raw.out", "the three records", |got| {
+        got.len() == 3
+    });
+    let expected: BTreeSet<String> = ["caf\u{fffd} au lait", "plain", "\u{fffd}\u{fffd}"]
+        .into_iter()
+        .map(str::to_string)
+        .collect();
+    assert_eq!(got, expected);
+    let status = cluster.json(leader, &["connectors", "status", "raw"]);
+    assert_eq!(status["tasks"][0]["state"], "RUNNING", "{status}");
+    say("STRING: bytes that are not UTF-8 were written with replacement characters");
 }
 
 /// Transforms on both sides: the source hoists each line into a map and tags it, the value

@@ -847,6 +847,25 @@ pub fn read_topic(kafka: &Kafka, topic: &str, expected: usize) -> Vec<Value> {
         .collect()
 }
 
+/// Produce records with these values (any bytes) to `topic` with confluent-kafka.
+pub fn produce_bytes(kafka: &Kafka, topic: &str, values: &[&[u8]]) {
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("py/produce_hex.py");
+    let hex = values
+        .iter()
+        .map(|v| v.iter().map(|b| format!("{b:02x}")).collect::<String>());
+    let out = Command::new(python())
+        .arg(script)
+        .args([&kafka.bootstrap, topic])
+        .args(hex)
+        .output()
+        .expect("run the Python producer");
+    assert!(
+        out.status.success(),
+        "the Python producer failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 /// The `__connect.errors.<name>` header of a record `read_topic` returned.
 pub fn error_header(headers: &Value, name: &str) -> Option<String> {
     headers[format!("__connect.errors.{name}")]

@@ -2,6 +2,27 @@
 //! Connect's REST shapes where one exists (status, config, offsets), so existing scripts need
 //! few changes.
 
+/// `println!` that ends the CLI quietly when standard output is closed (`ferry … | head -1`):
+/// a reader that has seen enough is not an error.
+macro_rules! say {
+    ($($arg:tt)*) => {
+        $crate::output::line(format_args!($($arg)*))
+    };
+}
+
+/// Write one line to standard output; a closed pipe ends the process with success.
+pub fn line(args: std::fmt::Arguments<'_>) {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    if let Err(e) = out.write_fmt(args).and_then(|()| out.write_all(b"\n")) {
+        if e.kind() == std::io::ErrorKind::BrokenPipe {
+            std::process::exit(0);
+        }
+        eprintln!("ferry: cannot write the output: {e}");
+        std::process::exit(1);
+    }
+}
+
 use std::collections::BTreeMap;
 
 use ferry_proto::management as pb;
@@ -14,7 +35,7 @@ pub enum Format {
 }
 
 fn print_json(value: &Value) {
-    println!(
+    say!(
         "{}",
         serde_json::to_string_pretty(value).unwrap_or_else(|_| value.to_string())
     );
@@ -36,7 +57,7 @@ fn table(headers: &[&str], rows: &[Vec<String>]) {
             .enumerate()
             .map(|(i, c)| format!("{c:<width$}", width = widths.get(i).copied().unwrap_or(0)))
             .collect();
-        println!("{}", padded.join("  ").trim_end());
+        say!("{}", padded.join("  ").trim_end());
     };
     line(headers.to_vec());
     for row in rows {
@@ -54,14 +75,14 @@ fn or_dash(s: &str) -> String {
 
 pub fn done(format: Format, message: &str) {
     match format {
-        Format::Table => println!("{message}"),
+        Format::Table => say!("{message}"),
         Format::Json => print_json(&json!({ "ok": true, "message": message })),
     }
 }
 
 pub fn names(format: Format, names: &[String]) {
     match format {
-        Format::Table => names.iter().for_each(|n| println!("{n}")),
+        Format::Table => names.iter().for_each(|n| say!("{n}")),
         Format::Json => print_json(&json!(names)),
     }
 }
@@ -74,12 +95,15 @@ pub fn connector(format: Format, info: &pb::ConnectorInfo) {
     match format {
         Format::Table => {
             let verb = if info.created { "created" } else { "updated" };
-            println!(
+            say!(
                 "{verb} {} (version {}, {}, {})",
-                info.name, info.version, info.r#type, info.target_state
+                info.name,
+                info.version,
+                info.r#type,
+                info.target_state
             );
             for warning in &info.warnings {
-                println!("warning: {warning}");
+                say!("warning: {warning}");
             }
         }
         Format::Json => print_json(&json!({
@@ -97,12 +121,15 @@ pub fn connector(format: Format, info: &pb::ConnectorInfo) {
 pub fn config(format: Format, info: &pb::ConnectorInfo) {
     match format {
         Format::Table => {
-            println!(
+            say!(
                 "# {} (version {}, {}, {})",
-                info.name, info.version, info.r#type, info.target_state
+                info.name,
+                info.version,
+                info.r#type,
+                info.target_state
             );
             for (k, v) in sorted(&info.config) {
-                println!("{k}={v}");
+                say!("{k}={v}");
             }
         }
         Format::Json => print_json(&json!(sorted(&info.config))),
@@ -112,9 +139,11 @@ pub fn config(format: Format, info: &pb::ConnectorInfo) {
 pub fn status(format: Format, s: &pb::ConnectorStatusInfo) {
     match format {
         Format::Table => {
-            println!(
+            say!(
                 "connector {} ({}), target {}",
-                s.name, s.r#type, s.target_state
+                s.name,
+                s.r#type,
+                s.target_state
             );
             let mut rows = vec![vec![
                 "connector".to_string(),
@@ -161,14 +190,14 @@ fn status_json(s: &pb::ConnectorStatusInfo) -> Value {
 pub fn event(format: Format, e: &pb::StatusEvent) {
     let Some(s) = &e.status else { return };
     match format {
-        Format::Table if e.deleted => println!("[{}] {} deleted", e.applied_index, s.name),
+        Format::Table if e.deleted => say!("[{}] {} deleted", e.applied_index, s.name),
         Format::Table => {
             let tasks: Vec<String> = s
                 .tasks
                 .iter()
                 .map(|t| format!("{}={}", t.id, t.state))
                 .collect();
-            println!(
+            say!(
                 "[{}] {} {} (target {}) tasks: {}",
                 e.applied_index,
                 s.name,
@@ -181,7 +210,7 @@ pub fn event(format: Format, e: &pb::StatusEvent) {
                 }
             );
         }
-        Format::Json => println!(
+        Format::Json => say!(
             "{}",
             json!({"applied_index": e.applied_index, "deleted": e.deleted, "status": status_json(s)})
         ),
@@ -257,7 +286,7 @@ pub fn plugins(format: Format, reply: &pb::ListPluginsResponse) {
 pub fn validation(format: Format, reply: &pb::ValidateConfigResponse) {
     match format {
         Format::Table => {
-            println!(
+            say!(
                 "class {}: {} error(s)",
                 or_dash(&reply.class),
                 reply.error_count
@@ -302,14 +331,14 @@ fn opt(v: Option<u64>) -> String {
 pub fn cluster(format: Format, c: &pb::ClusterStatusResponse) {
     match format {
         Format::Table => {
-            println!("cluster  {}", or_dash(&c.cluster_id));
-            println!(
+            say!("cluster  {}", or_dash(&c.cluster_id));
+            say!(
                 "leader   {} ({})   term {}",
                 opt(c.leader_id),
                 or_dash(&c.leader_api_addr),
                 c.term
             );
-            println!(
+            say!(
                 "node {} ({}): committed {}  applied {}  last log {}  snapshot {}  purged {}",
                 c.node_id,
                 c.state,
@@ -319,12 +348,13 @@ pub fn cluster(format: Format, c: &pb::ClusterStatusResponse) {
                 opt(c.snapshot_index),
                 opt(c.purged_index)
             );
-            println!(
+            say!(
                 "feature level {} (this node understands formats up to {})",
-                c.feature_level, c.format
+                c.feature_level,
+                c.format
             );
             if !c.not_voting.is_empty() {
-                println!("not voting: {}", c.not_voting);
+                say!("not voting: {}", c.not_voting);
             }
             let rows: Vec<Vec<String>> = c
                 .members
@@ -373,7 +403,7 @@ pub fn cluster(format: Format, c: &pb::ClusterStatusResponse) {
 /// What `cluster backup` wrote.
 pub fn backup(format: Format, path: &std::path::Path, b: &pb::BackupResponse) {
     match format {
-        Format::Table => println!(
+        Format::Table => say!(
             "backup of cluster {} at log index {}: {} connectors, written to {}",
             or_dash(&b.cluster_id),
             opt(b.applied_index),
@@ -392,7 +422,7 @@ pub fn backup(format: Format, path: &std::path::Path, b: &pb::BackupResponse) {
 /// What `cluster restore` brought back.
 pub fn restore(format: Format, path: &std::path::Path, r: &pb::RestoreResponse) {
     match format {
-        Format::Table => println!(
+        Format::Table => say!(
             "restored {} connectors from {} (cluster {}, log index {})",
             r.connectors,
             path.display(),

@@ -116,6 +116,30 @@ impl ConnectError {
     pub fn is_retriable(&self) -> bool {
         self.retry == Retry::Retriable
     }
+
+    /// The same error with `cause` as its cause, as Kafka Connect wraps one exception in
+    /// another: the message stays the outer one, the cause shows in [`ConnectError::trace`].
+    pub fn caused_by(mut self, cause: impl Into<String>) -> Self {
+        self.source = Some(Box::new(Cause(cause.into())));
+        self
+    }
+
+    /// The class and message, then every cause: a status trace, a DLQ stack-trace header, a
+    /// log line.
+    pub fn trace(&self) -> String {
+        let mut trace = format!("{}: {}", self.class, self.message);
+        let mut source = std::error::Error::source(self);
+        while let Some(cause) = source {
+            trace.push_str(&format!("\nCaused by: {cause}"));
+            source = cause.source();
+        }
+        trace
+    }
 }
+
+/// A cause known only by its text.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+struct Cause(String);
 
 pub type Result<T, E = ConnectError> = std::result::Result<T, E>;

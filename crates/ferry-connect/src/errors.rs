@@ -251,12 +251,7 @@ pub struct FailureContext {
 /// The ten `__connect.errors.*` headers of a dead-lettered record, in Kafka Connect's order,
 /// and for a source record `__connect.errors.source.partition` and `.source.offset`.
 pub fn context_headers(ctx: &FailureContext, error: &ConnectError) -> Vec<(String, Vec<u8>)> {
-    let mut trace = format!("{}: {}", error.class, error.message);
-    let mut source = std::error::Error::source(error);
-    while let Some(cause) = source {
-        trace.push_str(&format!("\nCaused by: {cause}"));
-        source = cause.source();
-    }
+    let trace = error.trace();
     let headers = [
         ("topic", ctx.topic.clone()),
         ("partition", ctx.partition.to_string()),

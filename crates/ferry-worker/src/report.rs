@@ -142,9 +142,9 @@ impl Reporter {
                     b.as_deref()
                         .map(|b| String::from_utf8_lossy(b).into_owned())
                 };
-                warn!(unit = %self.unit, stage, record, key = ?lossy(&original.key), value = ?lossy(&original.value), error = %error, "error tolerated: record skipped");
+                warn!(unit = %self.unit, stage, record, key = ?lossy(&original.key), value = ?lossy(&original.value), error = %error.trace(), "error tolerated: record skipped");
             } else {
-                warn!(unit = %self.unit, stage, record, error = %error, "error tolerated: record skipped");
+                warn!(unit = %self.unit, stage, record, error = %error.trace(), "error tolerated: record skipped");
             }
         }
         if let Some(dlq) = &self.dead_letters {

@@ -158,7 +158,7 @@ impl UnitCtx {
 
     /// Report a failure (best effort: a fenced unit has nothing to report).
     pub async fn report_failure(&self, error: &ConnectError) {
-        let trace = format!("{}: {}", error.class, error.message);
+        let trace = error.trace();
         warn!(unit = %self.label(), error = %trace, "failed");
         if let Err(Failure::Task(e)) = self.report(RunState::Failed, Some(trace)).await {
             warn!(unit = %self.label(), error = %e, "cannot report the failure");

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use crate::data::{Schema, SchemaAndValue, Value};
-use crate::error::{ConnectError, Result};
+use crate::error::Result;
 use crate::values::{parse_text, to_text};
 
 use super::Converter;
@@ -30,16 +30,13 @@ pub trait HeaderConverter: Send + Sync {
 pub struct SimpleHeaderConverter;
 
 impl HeaderConverter for SimpleHeaderConverter {
-    fn decode(&self, topic: &str, key: &str, data: Option<&[u8]>) -> Result<SchemaAndValue> {
+    /// Bytes that are not UTF-8 are read with U+FFFD in their place, as Kafka Connect's
+    /// `new String(bytes, UTF_8)` does.
+    fn decode(&self, _topic: &str, _key: &str, data: Option<&[u8]>) -> Result<SchemaAndValue> {
         let Some(bytes) = data else {
             return Ok(SchemaAndValue::null());
         };
-        let text = std::str::from_utf8(bytes).map_err(|e| {
-            ConnectError::data(format!(
-                "SimpleHeaderConverter: header {key} of a record of topic {topic} is not UTF-8: {e}"
-            ))
-        })?;
-        Ok(parse_text(text))
+        Ok(parse_text(&String::from_utf8_lossy(bytes)))
     }
 
     fn encode(
@@ -115,8 +112,15 @@ mod tests {
             c.decode("t", "h", None).expect("null"),
             SchemaAndValue::null()
         );
-        assert!(c.decode("t", "h", Some(&[0xff])).is_err());
         assert_eq!(c.encode("t", "h", None, &Value::Null).expect("null"), None);
+    }
+
+    #[test]
+    fn header_bytes_that_are_not_utf8_are_read_with_replacement_characters() {
+        let sv = SimpleHeaderConverter
+            .decode("t", "h", Some(b"a\xffb"))
+            .expect("never fails");
+        assert_eq!(sv.value, Value::String("a\u{fffd}b".into()));
     }
 
     #[test]

@@ -15,7 +15,7 @@ use crate::data::{Schema, SchemaAndValue, SchemaType, Struct, Value};
 use crate::error::{ConnectError, Result};
 use crate::logical::{Decimal, Logical};
 
-use super::Converter;
+use super::{Converter, SERIALIZATION_ERROR};
 
 pub const JSON_CONVERTER: &str = "org.apache.kafka.connect.json.JsonConverter";
 
@@ -504,32 +504,34 @@ impl Converter for JsonConverter {
             None
         } else {
             Some(serde_json::from_slice(bytes).map_err(|e| {
-                ConnectError::data(format!(
+                ConnectError::data(SERIALIZATION_ERROR).caused_by(format!(
                     "JsonConverter (topic {topic}): the data is not valid JSON: {e}"
                 ))
             })?)
         };
-        let (schema, payload) = if self.schemas {
-            match json {
-                Some(J::Object(mut envelope))
-                    if envelope.len() == 2
-                        && envelope.contains_key("schema")
-                        && envelope.contains_key("payload") =>
-                {
-                    (envelope.shift_remove("schema"), envelope.shift_remove("payload"))
+        let (schema, payload) =
+            if self.schemas {
+                match json {
+                    Some(J::Object(mut envelope))
+                        if envelope.len() == 2
+                            && envelope.contains_key("schema")
+                            && envelope.contains_key("payload") =>
+                    {
+                        (
+                            envelope.shift_remove("schema"),
+                            envelope.shift_remove("payload"),
+                        )
+                    }
+                    _ => return Err(ConnectError::data(
+                        "JsonConverter with schemas.enable requires \"schema\" and \"payload\" \
+                         fields and may not contain additional fields. If you are trying to \
+                         deserialize plain JSON data, set schemas.enable=false in your converter \
+                         configuration.",
+                    )),
                 }
-                _ => {
-                    return Err(ConnectError::data(format!(
-                        "JsonConverter (topic {topic}) with schemas.enable requires \"schema\" and \
-                         \"payload\" fields and may not contain additional fields. If you are trying \
-                         to deserialize plain JSON data, set schemas.enable=false in your converter \
-                         configuration."
-                    )))
-                }
-            }
-        } else {
-            (None, json)
-        };
+            } else {
+                (None, json)
+            };
         let in_topic = |e: ConnectError| {
             ConnectError::data(format!("JsonConverter (topic {topic}): {}", e.message))
         };

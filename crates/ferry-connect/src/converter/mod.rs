@@ -264,19 +264,22 @@ pub fn converter(class: &str, props: &BTreeMap<String, String>) -> Result<Box<dy
     }
 }
 
+/// Kafka Connect's message when a converter cannot read a record's bytes (the cause follows
+/// in the trace), as the dead letter queue's `__connect.errors.exception.message` shows it.
+pub const SERIALIZATION_ERROR: &str =
+    "Converting byte[] to Kafka Connect data failed due to serialization error: ";
+
 /// `org.apache.kafka.connect.storage.StringConverter`: UTF-8 text, optional string schema.
+/// Like Kafka Connect's (Java's `new String(bytes, UTF_8)`), bytes that are not UTF-8 are
+/// decoded with U+FFFD in their place: reading never fails.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct StringConverter;
 
 impl Converter for StringConverter {
-    fn decode(&self, topic: &str, data: Option<&[u8]>) -> Result<SchemaAndValue> {
+    fn decode(&self, _topic: &str, data: Option<&[u8]>) -> Result<SchemaAndValue> {
         let value = match data {
             None => Value::Null,
-            Some(bytes) => Value::String(String::from_utf8(bytes.to_vec()).map_err(|e| {
-                ConnectError::data(format!(
-                    "StringConverter: data from topic {topic} is not UTF-8: {e}"
-                ))
-            })?),
+            Some(bytes) => Value::String(String::from_utf8_lossy(bytes).into_owned()),
         };
         Ok(SchemaAndValue {
             schema: Some(Schema::optional_string()),
@@ -359,12 +362,14 @@ mod tests {
     }
 
     #[test]
-    fn string_converter_names_the_topic_of_bad_bytes() {
-        let err = StringConverter
-            .decode("orders", Some(&[0xff, 0xfe]))
-            .expect_err("not UTF-8");
-        assert!(err.to_string().contains("orders"), "{err}");
-        assert!(!err.is_retriable());
+    fn string_converter_reads_bytes_that_are_not_utf8_with_replacement_characters() {
+        let sv = StringConverter
+            .decode("orders", Some(b"ok \xff\xfe end \xc3"))
+            .expect("never fails, as Kafka Connect's");
+        assert_eq!(
+            sv.value,
+            Value::String("ok \u{fffd}\u{fffd} end \u{fffd}".into())
+        );
     }
 
     #[test]

@@ -102,13 +102,30 @@ fn the_envelope_is_required_with_schemas_enabled() {
         "",
     ] {
         let err = c.decode("orders", Some(bad.as_bytes())).expect_err(bad);
-        assert!(err.to_string().contains("schemas.enable=false"), "{err}");
-        assert!(err.to_string().contains("orders"), "{err}");
+        // Kafka Connect's words exactly (a DLQ's exception.message header shows them).
+        assert_eq!(
+            err.to_string(),
+            "JsonConverter with schemas.enable requires \"schema\" and \"payload\" fields and \
+             may not contain additional fields. If you are trying to deserialize plain JSON data, \
+             set schemas.enable=false in your converter configuration."
+        );
     }
     let err = c
         .decode("orders", Some(b"{not json"))
         .expect_err("malformed");
-    assert!(err.to_string().contains("not valid JSON"), "{err}");
+    assert_eq!(
+        err.to_string(),
+        "Converting byte[] to Kafka Connect data failed due to serialization error: "
+    );
+    let trace = err.trace();
+    assert!(
+        trace.starts_with("org.apache.kafka.connect.errors.DataException: Converting byte[]"),
+        "{trace}"
+    );
+    assert!(
+        trace.contains("\nCaused by: JsonConverter (topic orders): the data is not valid JSON"),
+        "{trace}"
+    );
     assert!(!err.is_retriable());
     // A null schema in the envelope is schemaless data.
     let sv = c
