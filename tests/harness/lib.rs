@@ -123,6 +123,8 @@ pub struct Settings {
     /// Test only: nodes that behave as an older build, understanding formats of the
     /// replicated state up to the given one (`[raft] test_format_version`).
     pub format_versions: BTreeMap<u64, u32>,
+    /// `[limits]` of cluster.toml, key → value (TOML), where not the defaults.
+    pub limits: Vec<(&'static str, u64)>,
 }
 
 impl Default for Settings {
@@ -149,6 +151,7 @@ impl Default for Settings {
             panic_connector: None,
             replace_dead_voter_ms: None,
             format_versions: BTreeMap::new(),
+            limits: Vec::new(),
         }
     }
 }
@@ -324,6 +327,12 @@ impl Cluster {
             text.push_str("\n[worker.converters]\n");
             for (key, value) in &s.worker_converters {
                 text.push_str(&format!("{key:?} = {value:?}\n"));
+            }
+        }
+        if !s.limits.is_empty() {
+            text.push_str("\n[limits]\n");
+            for (key, value) in &s.limits {
+                text.push_str(&format!("{key} = {value}\n"));
             }
         }
         if let Some(bootstrap) = &s.kafka {
@@ -645,7 +654,13 @@ impl Cluster {
             .iter()
             .map(|(k, v)| (k.to_string(), Value::String(v.to_string())))
             .collect();
-        let path = self.dir.path().join(format!("{name}-{}.json", uuid_like()));
+        // A connector name may hold `/` and any Unicode: the file is named by its safe part.
+        let safe: String = name
+            .chars()
+            .take(40)
+            .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+            .collect();
+        let path = self.dir.path().join(format!("{safe}-{}.json", uuid_like()));
         let body = serde_json::json!({ "name": name, "config": config });
         fs::write(&path, body.to_string()).expect("cannot write a connector file");
         path

@@ -287,7 +287,7 @@ async fn connectors(
                     async move { c.create_connector(req).await }
                 })
                 .await?;
-            output::connector(out, &reply);
+            stored(out, &reply)?;
         }
         Connectors::Config {
             name, file: None, ..
@@ -320,7 +320,7 @@ async fn connectors(
                     async move { c.put_connector_config(req).await }
                 })
                 .await?;
-            output::connector(out, &reply);
+            stored(out, &reply)?;
         }
         Connectors::Validate { file } => {
             let text = input::read(&file).map_err(invalid)?;
@@ -479,6 +479,21 @@ async fn connectors(
         }
     }
     Ok(())
+}
+
+/// The answer to a create or a config change: the stored connector, or the refusal with
+/// every property's errors (exit 4).
+fn stored(out: Format, reply: &pb::ConnectorInfo) -> Result<(), Failure> {
+    match &reply.refused {
+        Some(validation) => Err(Failure::new(
+            EXIT_INVALID,
+            output::refused(out, &reply.name, validation),
+        )),
+        None => {
+            output::connector(out, reply);
+            Ok(())
+        }
+    }
 }
 
 #[derive(Clone, Copy)]

@@ -323,6 +323,37 @@ pub fn validation(format: Format, reply: &pb::ValidateConfigResponse) {
     }
 }
 
+/// How many errors of a refused config the CLI lists; `connectors validate` lists them all.
+pub const ERRORS_SHOWN: usize = 50;
+
+/// A config the cluster refused: with `-o json` its validation on standard output; the
+/// message (for standard error) lists the first [`ERRORS_SHOWN`] errors and counts the rest.
+pub fn refused(format: Format, name: &str, validation: &pb::ValidateConfigResponse) -> String {
+    if format == Format::Json {
+        self::validation(format, validation);
+    }
+    let errors: Vec<String> = validation
+        .fields
+        .iter()
+        .flat_map(|f| f.errors.iter().map(move |e| format!("{}: {e}", f.name)))
+        .collect();
+    let mut message = format!(
+        "invalid connector config for {name}: {} error(s)",
+        errors.len()
+    );
+    for error in errors.iter().take(ERRORS_SHOWN) {
+        message.push_str("\n  ");
+        message.push_str(error);
+    }
+    if errors.len() > ERRORS_SHOWN {
+        message.push_str(&format!(
+            "\n  … and {} more (`ferry connectors validate -f FILE` lists every one)",
+            errors.len() - ERRORS_SHOWN
+        ));
+    }
+    message
+}
+
 /// An optional index, or "-".
 fn opt(v: Option<u64>) -> String {
     v.map_or_else(|| "-".to_string(), |v| v.to_string())

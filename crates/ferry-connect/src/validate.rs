@@ -67,7 +67,7 @@ impl Validation {
     }
 
     /// An error on property `name`, listed with the property's result (added if absent).
-    fn add_error(&mut self, config: &BTreeMap<String, String>, name: &str, error: String) {
+    pub fn add_error(&mut self, config: &BTreeMap<String, String>, name: &str, error: String) {
         self.field_or_new(config, name).errors.push(error);
     }
 

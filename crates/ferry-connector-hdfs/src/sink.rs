@@ -22,8 +22,12 @@ use crate::writer::{PartitionWriter, Shared};
 /// The task property carrying the token of the shared-directory marker.
 const MARKER_TOKEN: &str = "ferry.store.marker";
 
+/// The connector's marker file in `topics.dir`. A connector name may hold `/` (as Kafka
+/// Connect allows): it is escaped, with `%`, so that the marker stays one file of that
+/// directory.
 fn marker_path(config: &HdfsSinkConfig, connector: &str) -> String {
-    format!("{}/.ferry-{connector}.marker", config.topics_dir)
+    let escaped = connector.replace('%', "%25").replace('/', "%2F");
+    format!("{}/.ferry-{escaped}.marker", config.topics_dir)
 }
 
 fn store(config: &HdfsSinkConfig) -> Result<Arc<dyn Storage>> {

@@ -29,6 +29,18 @@ pub enum MetaError {
     Membership(String),
     #[error("cannot decode {what}: {reason}")]
     Codec { what: String, reason: String },
+    /// A write larger than the node's entry limit: refused before it reaches Raft.
+    #[error(
+        "the {what} write{for_connector} would be a Raft entry of {bytes} bytes, over the limit \
+         of {limit} bytes ([limits] max_entry_bytes)",
+        for_connector = connector.as_ref().map(|c| format!(" for connector {c}")).unwrap_or_default()
+    )]
+    TooLarge {
+        what: &'static str,
+        connector: Option<String>,
+        bytes: usize,
+        limit: usize,
+    },
 }
 
 impl MetaError {

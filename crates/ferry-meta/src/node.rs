@@ -44,6 +44,8 @@ struct Inner {
     quorum_window: Duration,
     /// How long a write or a linearizable read keeps trying to reach a leader.
     deadline: Duration,
+    /// The largest log entry this node proposes (bytes of the encoded request).
+    max_entry_bytes: usize,
     /// What this node started with: its data's incarnation and its last log index.
     boot: Boot,
     /// The members an initializer named in its invitation, before this node had Raft state.
@@ -74,24 +76,42 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
+/// How a node behaves, besides openraft's own config.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// How long a write or a linearizable read keeps trying to reach a leader.
+    pub deadline: Duration,
+    /// The leader acknowledges workers' heartbeats only while a quorum answered it within this
+    /// window.
+    pub quorum_window: Duration,
+    /// The largest log entry this node proposes, in bytes of the encoded request: a larger
+    /// write is refused before it reaches Raft ([`MetaError::TooLarge`]).
+    pub max_entry_bytes: usize,
+    /// Test only: addresses that replace the membership's for some peers.
+    pub overrides: BTreeMap<NodeId, String>,
+    /// Test only: while this file exists, appends to the Raft log fail.
+    pub storage_fault_file: Option<std::path::PathBuf>,
+}
+
 /// What a write returned: the state machine's answer and where it sits in the log.
 pub type WriteReply = ProposalReply;
 
 impl MetaNode {
     /// Open the node's storage under `dir` and start its Raft instance. It takes part in a
     /// cluster once it is initialized or a leader adds it.
-    ///
-    /// `deadline` bounds writes and linearizable reads; heartbeats are acknowledged only while a
-    /// quorum answered the leader within `quorum_window`.
     pub async fn start(
         id: NodeId,
         dir: &Path,
         config: openraft::Config,
-        deadline: Duration,
-        quorum_window: Duration,
-        overrides: BTreeMap<NodeId, String>,
-        storage_fault_file: Option<std::path::PathBuf>,
+        options: Options,
     ) -> Result<Self, MetaError> {
+        let Options {
+            deadline,
+            quorum_window,
+            max_entry_bytes,
+            overrides,
+            storage_fault_file,
+        } = options;
         // A node campaigns only once it knows it is whole (see `crate::heal`).
         let config = Arc::new(
             openraft::Config {
@@ -137,6 +157,7 @@ impl MetaNode {
                 overrides,
                 quorum_window,
                 deadline,
+                max_entry_bytes,
                 boot,
                 invitation: Mutex::new(None),
                 boots: Mutex::new(HashMap::new()),
@@ -386,6 +407,17 @@ impl MetaNode {
 
     /// Carry out a proposal on the leader, wherever it is.
     pub async fn propose(&self, proposal: Proposal) -> Result<ProposalReply, MetaError> {
+        if let Proposal::Write(request) = &proposal {
+            let bytes = request.encoded_len();
+            if bytes > self.inner.max_entry_bytes {
+                return Err(MetaError::TooLarge {
+                    what: request.command.kind(),
+                    connector: request.command.connector().map(str::to_string),
+                    bytes,
+                    limit: self.inner.max_entry_bytes,
+                });
+            }
+        }
         let started = Instant::now();
         let mut delay = Duration::from_millis(20);
         loop {

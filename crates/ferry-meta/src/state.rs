@@ -246,6 +246,25 @@ impl Request {
             command,
         }
     }
+
+    /// How many bytes the request takes encoded, as the log stores it (counted, not kept).
+    pub fn encoded_len(&self) -> usize {
+        struct Count(usize);
+        impl std::io::Write for Count {
+            fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+                self.0 += buf.len();
+                Ok(buf.len())
+            }
+            fn flush(&mut self) -> std::io::Result<()> {
+                Ok(())
+            }
+        }
+        let mut count = Count(0);
+        // Encoding a request cannot fail (its maps have string keys); if it ever did, the
+        // count so far is a lower bound and Raft's own encoding reports the error.
+        let _ = serde_json::to_writer(&mut count, self);
+        count.0
+    }
 }
 
 /// A request as written: its command is decoded only if this build understands its format.
@@ -1124,7 +1143,8 @@ impl ClusterState {
     }
 }
 
-fn cap_trace(trace: &str) -> String {
+/// A trace cut to [`MAX_TRACE`] bytes (on a character boundary), saying so.
+pub fn cap_trace(trace: &str) -> String {
     if trace.len() <= MAX_TRACE {
         return trace.to_string();
     }

@@ -50,10 +50,13 @@ pub async fn run(config: ClusterConfig, mut shutdown: watch::Receiver<bool>) -> 
         config.node_id,
         &config.data_dir.join("raft"),
         config.raft_config(),
-        config.request_timeout(),
-        Duration::from_millis(config.worker.timeout_ms / 2),
-        config.peer_overrides(),
-        config.raft.test_storage_fault_file.clone(),
+        ferry_meta::NodeOptions {
+            deadline: config.request_timeout(),
+            quorum_window: Duration::from_millis(config.worker.timeout_ms / 2),
+            max_entry_bytes: config.limits.max_entry_bytes,
+            overrides: config.peer_overrides(),
+            storage_fault_file: config.raft.test_storage_fault_file.clone(),
+        },
     )
     .await
     .context("cannot start the control plane")?;
@@ -80,7 +83,12 @@ pub async fn run(config: ClusterConfig, mut shutdown: watch::Receiver<bool>) -> 
         .add_service(PeerService::server(node.clone()))
         .serve_with_incoming_shutdown(incoming(peer_listener), signalled(peer_stop));
     let plugins = Arc::new(plugins());
-    let api = Api::new(node.clone(), plugins.as_ref().clone(), config.target_voters);
+    let api = Api::new(
+        node.clone(),
+        plugins.as_ref().clone(),
+        config.target_voters,
+        config.limits.clone(),
+    );
     let api_server = tonic::transport::Server::builder()
         .add_service(ManagementServer::new(api))
         .serve_with_incoming_shutdown(incoming(api_listener), signalled(shutdown.clone()));

@@ -56,6 +56,9 @@ pub struct ClusterConfig {
     /// Kafka, for the connectors' consumers and producers.
     #[serde(default)]
     pub kafka: Option<KafkaSettings>,
+    /// What one client request may ask of the cluster.
+    #[serde(default)]
+    pub limits: crate::limits::Limits,
 }
 
 /// A static peer.
@@ -272,7 +275,7 @@ impl ClusterConfig {
 
     /// Every problem, each saying how to fix it.
     pub fn validate(&self) -> Result<(), Vec<String>> {
-        let mut problems = Vec::new();
+        let mut problems = self.limits.problems();
         if self.data_dir.as_os_str().is_empty() {
             problems.push("data_dir is empty: set it to a directory this node owns".into());
         }

@@ -6,6 +6,7 @@ mod bootstrap;
 mod config;
 mod error;
 mod fatal;
+mod limits;
 mod plugins;
 mod scheduler;
 

@@ -140,7 +140,8 @@ impl UnitCtx {
             generation: self.generation,
             state,
             worker: Some(self.node.id()),
-            trace,
+            // Capped here too, so that a long trace never makes a large log entry.
+            trace: trace.as_deref().map(ferry_meta::state::cap_trace),
         })
         .await
         .map(|_| ())

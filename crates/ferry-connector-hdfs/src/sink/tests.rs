@@ -531,3 +531,14 @@ async fn a_file_that_cannot_be_closed_is_given_up_and_its_partition_consumed_aga
     assert_eq!(bed.recorded_next(), Some(6));
     assert!(rewinds.take().is_empty());
 }
+
+#[test]
+fn a_connector_name_with_slashes_keeps_its_marker_one_file_of_topics_dir() {
+    let bed = Bed::new();
+    let config = HdfsSinkConfig::parse(&bed.config(&[])).expect("config");
+    let path = marker_path(&config, "team/a%b");
+    assert_eq!(
+        path,
+        format!("{}/.ferry-team%2Fa%25b.marker", config.topics_dir)
+    );
+}

@@ -36,6 +36,7 @@ pub fn connector_info(
         r#type: kind.map_or("unknown", |k| k.as_str()).to_string(),
         created,
         warnings,
+        refused: None,
     }
 }
 

@@ -22,6 +22,7 @@ use tonic::{Request as GrpcRequest, Response as GrpcResponse, Status};
 use tracing::{debug, info};
 
 use crate::error::{ApiError, ApiResult};
+use crate::limits::Limits;
 
 /// The management service of one node.
 #[derive(Clone)]
@@ -29,6 +30,7 @@ pub struct Api {
     node: MetaNode,
     plugins: Arc<Vec<PluginDesc>>,
     target_voters: usize,
+    limits: Arc<Limits>,
 }
 
 type Reply<T> = Result<GrpcResponse<T>, Status>;
@@ -52,6 +54,8 @@ fn request_id(given: &str) -> String {
     }
 }
 
+/// The name of an existing connector a request is about (a new one is checked against the
+/// limits in [`Api::put`]).
 fn require_name(name: &str) -> ApiResult<&str> {
     let name = name.trim();
     if name.is_empty() {
@@ -59,20 +63,21 @@ fn require_name(name: &str) -> ApiResult<&str> {
             "name: a connector name is required".into(),
         ));
     }
-    if name.chars().any(|c| c.is_control() || c == '/') {
-        return Err(ApiError::Invalid(format!(
-            "name: {name:?} may not contain '/' or control characters"
-        )));
-    }
     Ok(name)
 }
 
 impl Api {
-    pub fn new(node: MetaNode, plugins: Vec<PluginDesc>, target_voters: usize) -> Self {
+    pub fn new(
+        node: MetaNode,
+        plugins: Vec<PluginDesc>,
+        target_voters: usize,
+        limits: Limits,
+    ) -> Self {
         Api {
             node,
             plugins: Arc::new(plugins),
             target_voters,
+            limits: Arc::new(limits),
         }
     }
 
@@ -112,17 +117,20 @@ impl Api {
             .await
     }
 
-    /// Validate a connector config for `name`; return it as stored, with warnings.
-    fn checked_config(
+    /// The config as stored for connector `name`: its `name` property is the connector's.
+    fn named_config(
         &self,
         name: &str,
         config: &std::collections::HashMap<String, String>,
-    ) -> ApiResult<(ConfigMap, Vec<String>)> {
+    ) -> ApiResult<BTreeMap<String, String>> {
         let mut config = convert::config_map(config);
         match config.get("name") {
             Some(given) if given.trim() != name => {
                 return Err(ApiError::Invalid(format!(
-                    "name: the config's name {given:?} differs from the connector name {name:?}"
+                    "name: the config's name ({} characters) differs from the connector name \
+                     ({} characters)",
+                    given.chars().count(),
+                    name.chars().count()
                 )))
             }
             Some(_) => {}
@@ -130,17 +138,18 @@ impl Api {
                 config.insert("name".into(), name.to_string());
             }
         }
-        let validation = validate(&self.plugins, &config);
-        if validation.error_count() > 0 {
-            return Err(ApiError::Invalid(format!(
-                "invalid connector config for {name}: {}",
-                validation.errors().join("; ")
-            )));
-        }
-        let warnings = validation.warnings().collect();
-        Ok((ConfigMap(config), warnings))
+        Ok(config)
     }
 
+    /// Every property's result, with the limits that belong to properties.
+    fn validation(&self, config: &BTreeMap<String, String>) -> ferry_connect::Validation {
+        let mut validation = validate(&self.plugins, config);
+        self.limits.check_properties(config, &mut validation);
+        validation
+    }
+
+    /// Store a connector's config if it validates; if it does not, nothing is written and the
+    /// answer carries every property's result (`refused`).
     async fn put(
         &self,
         name: &str,
@@ -149,11 +158,30 @@ impl Api {
         expected_version: Option<u64>,
         id: &str,
     ) -> ApiResult<pb::ConnectorInfo> {
-        let name = require_name(name)?;
-        let (config, warnings) = self.checked_config(name, config)?;
+        let name = name.trim();
+        self.limits.check_name(name).map_err(ApiError::Invalid)?;
+        let config = self.named_config(name, config)?;
+        self.limits
+            .check_config_size(&config)
+            .map_err(ApiError::Invalid)?;
+        let validation = self.validation(&config);
+        if validation.error_count() > 0 {
+            info!(
+                connector = name,
+                errors = validation.error_count(),
+                "config refused"
+            );
+            return Ok(pb::ConnectorInfo {
+                name: name.to_string(),
+                refused: Some(convert::validation(&validation)),
+                ..Default::default()
+            });
+        }
+        let warnings: Vec<String> = validation.warnings().collect();
         for warning in &warnings {
             info!(connector = name, %warning, "config warning");
         }
+        let config = ConfigMap(config);
         let kind = self.kind_of(&config);
         let outcome = self
             .write(
@@ -625,7 +653,14 @@ impl Management for Api {
         req: GrpcRequest<pb::ValidateConfigRequest>,
     ) -> Reply<pb::ValidateConfigResponse> {
         let config = convert::config_map(&req.get_ref().config);
-        let validation = validate(&self.plugins, &config);
+        self.limits
+            .check_config_size(&config)
+            .map_err(ApiError::Invalid)?;
+        let mut validation = self.validation(&config);
+        if let Some(Err(e)) = config.get("name").map(|n| self.limits.check_name(n.trim())) {
+            let problem = e.trim_start_matches("name: ").to_string();
+            validation.add_error(&config, "name", problem);
+        }
         Ok(GrpcResponse::new(convert::validation(&validation)))
     }
 
