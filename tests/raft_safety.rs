@@ -401,7 +401,7 @@ fn a_node_of_the_previous_format_and_the_new_coexist_until_the_feature_level_is_
     cluster.start(3);
     wait_for("the feature level raised", BOOT, || {
         let status = cluster.status(3)?;
-        (status["feature_level"] == 2).then_some(())
+        (status["feature_level"] == ferry_meta::format::FORMAT_VERSION).then_some(())
     });
     assert!(cluster
         .log_text(leader)
@@ -485,7 +485,8 @@ fn backup_then_losing_two_of_three_nodes_then_restore_brings_connectors_offsets_
     let new_id = wait_for("the new cluster's id", BOOT, || {
         let status = cluster.status(leader)?;
         let id = status["cluster_id"].as_str()?.to_string();
-        (!id.is_empty() && status["feature_level"] == 2).then_some(id)
+        (!id.is_empty() && status["feature_level"] == ferry_meta::format::FORMAT_VERSION)
+            .then_some(id)
     });
     assert_ne!(new_id, old_id, "a new cluster");
     let restored = cluster.json(

@@ -14,6 +14,7 @@ pub mod peer;
 pub mod redact;
 pub mod state;
 pub mod store;
+pub mod tasks;
 pub mod types;
 
 pub use error::{MetaError, Result};

@@ -29,12 +29,37 @@ pub const MAX_MESSAGE_BYTES: usize = 64 * 1024 * 1024;
 /// How long to wait for a TCP connection to a peer.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
 
-/// A client of one peer's service.
+/// A client of one peer's service, over two connections: one for calls that carry data
+/// (entries, snapshots, forwarded writes) and one for the small calls that keep the cluster
+/// alive (votes, heartbeats, read indexes), so that those never queue behind a large message.
 #[derive(Clone)]
 pub struct PeerClient {
     node: NodeId,
     addr: String,
-    client: GrpcPeerClient<Channel>,
+    bulk: GrpcPeerClient<Channel>,
+    urgent: GrpcPeerClient<Channel>,
+}
+
+/// Which of a peer's two connections a call takes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Lane {
+    /// Entries, snapshots, forwarded writes: as large as a write may be.
+    Bulk,
+    /// Votes, heartbeats (Raft's and the workers'), read indexes, probes: small and urgent.
+    Urgent,
+}
+
+impl PeerCall {
+    /// The connection a call takes (an empty append, Raft's heartbeat, is urgent too: see
+    /// [`Connection::append_entries`]).
+    pub fn lane(self) -> Lane {
+        match self {
+            PeerCall::AppendEntries | PeerCall::InstallSnapshot | PeerCall::Forward => Lane::Bulk,
+            PeerCall::Vote | PeerCall::ReadIndex | PeerCall::Probe | PeerCall::Heartbeat => {
+                Lane::Urgent
+            }
+        }
+    }
 }
 
 /// Why a peer call failed.
@@ -59,13 +84,16 @@ impl PeerClient {
             })?
             .connect_timeout(CONNECT_TIMEOUT)
             .tcp_nodelay(true);
-        let client = GrpcPeerClient::new(endpoint.connect_lazy())
-            .max_decoding_message_size(MAX_MESSAGE_BYTES)
-            .max_encoding_message_size(MAX_MESSAGE_BYTES);
+        let client = || {
+            GrpcPeerClient::new(endpoint.connect_lazy())
+                .max_decoding_message_size(MAX_MESSAGE_BYTES)
+                .max_encoding_message_size(MAX_MESSAGE_BYTES)
+        };
         Ok(PeerClient {
             node,
             addr: addr.to_string(),
-            client,
+            bulk: client(),
+            urgent: client(),
         })
     }
 
@@ -77,9 +105,25 @@ impl PeerClient {
         self.node
     }
 
-    /// One call: encode, send with a deadline, decode `Result<T, E>`.
+    /// One call on its lane: encode, send with a deadline, decode `Result<T, E>`.
     pub async fn call<Q, T, E>(
         &self,
+        call: PeerCall,
+        request: &Q,
+        timeout: Duration,
+    ) -> Result<T, CallError<E>>
+    where
+        Q: Serialize,
+        T: DeserializeOwned,
+        E: DeserializeOwned,
+    {
+        self.call_on(call.lane(), call, request, timeout).await
+    }
+
+    /// One call on the given lane.
+    pub async fn call_on<Q, T, E>(
+        &self,
+        lane: Lane,
         call: PeerCall,
         request: &Q,
         timeout: Duration,
@@ -92,7 +136,10 @@ impl PeerClient {
         let data = serde_json::to_vec(request).map_err(|e| CallError::Decode(e.to_string()))?;
         let mut req = tonic::Request::new(RaftPayload { data });
         req.set_timeout(timeout);
-        let mut client = self.client.clone();
+        let mut client = match lane {
+            Lane::Bulk => self.bulk.clone(),
+            Lane::Urgent => self.urgent.clone(),
+        };
         let reply = match call {
             PeerCall::AppendEntries => client.append_entries(req).await,
             PeerCall::Vote => client.vote(req).await,
@@ -145,6 +192,7 @@ impl PeerClient {
 
     async fn raft_call<Q, T, E>(
         &self,
+        lane: Lane,
         call: PeerCall,
         request: &Q,
         option: &RPCOption,
@@ -154,7 +202,10 @@ impl PeerClient {
         T: DeserializeOwned,
         E: DeserializeOwned + std::error::Error,
     {
-        match self.call::<Q, T, E>(call, request, option.hard_ttl()).await {
+        match self
+            .call_on::<Q, T, E>(lane, call, request, option.hard_ttl())
+            .await
+        {
             Ok(reply) => Ok(reply),
             Err(CallError::Remote(e)) => Err(RPCError::RemoteError(RemoteError::new(self.node, e))),
             Err(CallError::Transport(reason)) => {
@@ -198,15 +249,22 @@ fn unreachable<E: std::error::Error>(reason: &str) -> RPCError<NodeId, FerryNode
 }
 
 impl RaftNetwork<TypeConfig> for Connection {
+    /// An append without entries is Raft's heartbeat: it takes the urgent lane, so that a
+    /// snapshot or a large forwarded write on the bulk lane never delays it.
     async fn append_entries(
         &mut self,
         rpc: AppendEntriesRequest<TypeConfig>,
         option: RPCOption,
     ) -> Result<AppendEntriesResponse<NodeId>, RPCError<NodeId, FerryNode, RaftError<NodeId>>> {
+        let lane = if rpc.entries.is_empty() {
+            Lane::Urgent
+        } else {
+            Lane::Bulk
+        };
         match &self.client {
             Ok(client) => {
                 client
-                    .raft_call(PeerCall::AppendEntries, &rpc, &option)
+                    .raft_call(lane, PeerCall::AppendEntries, &rpc, &option)
                     .await
             }
             Err(reason) => Err(unreachable(reason)),
@@ -224,7 +282,7 @@ impl RaftNetwork<TypeConfig> for Connection {
         match &self.client {
             Ok(client) => {
                 client
-                    .raft_call(PeerCall::InstallSnapshot, &rpc, &option)
+                    .raft_call(Lane::Bulk, PeerCall::InstallSnapshot, &rpc, &option)
                     .await
             }
             Err(reason) => Err(unreachable(reason)),
@@ -237,7 +295,11 @@ impl RaftNetwork<TypeConfig> for Connection {
         option: RPCOption,
     ) -> Result<VoteResponse<NodeId>, RPCError<NodeId, FerryNode, RaftError<NodeId>>> {
         match &self.client {
-            Ok(client) => client.raft_call(PeerCall::Vote, &rpc, &option).await,
+            Ok(client) => {
+                client
+                    .raft_call(Lane::Urgent, PeerCall::Vote, &rpc, &option)
+                    .await
+            }
             Err(reason) => Err(unreachable(reason)),
         }
     }

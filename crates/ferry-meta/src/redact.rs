@@ -91,6 +91,10 @@ impl ConfigMap {
         self.0.get(key).map(String::as_str)
     }
 
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
     /// The map with every secret hidden: what the API returns.
     pub fn redacted(&self) -> BTreeMap<String, String> {
         self.0

@@ -91,10 +91,35 @@ pub struct Connector {
     pub target: TargetState,
     /// Starts at 1 on create, +1 on every config change.
     pub version: u64,
-    /// Task configs from the connector's `task_configs(max)`, index = task id.
+    /// Each task's own part of its config (index = task id): with `task_shared`, the configs
+    /// from the connector's `task_configs(max)`. Read them with [`Connector::task_config`].
     pub tasks: Vec<ConfigMap>,
+    /// What every task's config shares, stored once (empty when stored whole, as before
+    /// format 3).
+    #[serde(default, skip_serializing_if = "ConfigMap::is_empty")]
+    pub task_shared: ConfigMap,
     /// The connector config version the task configs were generated from.
     pub tasks_version: u64,
+}
+
+impl Connector {
+    /// How many tasks the connector has.
+    pub fn task_count(&self) -> usize {
+        self.tasks.len()
+    }
+
+    /// The whole config of task `task`.
+    pub fn task_config(&self, task: usize) -> Option<ConfigMap> {
+        let own = self.tasks.get(task)?;
+        Some(crate::tasks::merged(&self.task_shared, own))
+    }
+
+    /// Every task's whole config, in task order.
+    pub fn task_configs(&self) -> Vec<ConfigMap> {
+        (0..self.task_count())
+            .filter_map(|t| self.task_config(t))
+            .collect()
+    }
 }
 
 /// Who runs a connector instance or task, and under which generation.
@@ -380,11 +405,15 @@ pub enum Command {
         name: String,
         task: u32,
     },
-    /// Task configs generated from connector config version `version`.
+    /// Task configs generated from connector config version `version`: each task's own
+    /// part, with what they all share in `shared` (format 3; before it, `configs` are whole
+    /// and `shared` is absent). See [`crate::tasks::split`].
     PutTaskConfigs {
         name: String,
         version: u64,
         configs: Vec<ConfigMap>,
+        #[serde(default, skip_serializing_if = "ConfigMap::is_empty")]
+        shared: ConfigMap,
     },
     /// Assign (or, with `worker = None`, unassign) a connector instance (`task = None`) or task.
     Assign {
@@ -451,6 +480,12 @@ impl Command {
     /// gets the next format here.
     pub fn format(&self) -> u32 {
         match self {
+            Command::PutTaskConfigs { shared, .. } if !shared.is_empty() => 3,
+            Command::RestoreState { state }
+                if state.connectors.values().any(|c| !c.task_shared.is_empty()) =>
+            {
+                3
+            }
             Command::SetFeatureLevel { .. } | Command::RestoreState { .. } => 2,
             Command::Unsupported { format, .. } => *format,
             _ => crate::format::BASE_FORMAT,
@@ -739,7 +774,8 @@ impl ClusterState {
                 name,
                 version,
                 configs,
-            } => self.put_task_configs(name, *version, configs),
+                shared,
+            } => self.put_task_configs(name, *version, shared, configs),
             Command::Assign { name, task, worker } => {
                 let connector = self.connector(name)?;
                 if let Some(task) = task {
@@ -974,7 +1010,13 @@ impl ClusterState {
         };
     }
 
-    fn put_task_configs(&mut self, name: &str, version: u64, configs: &[ConfigMap]) -> Response {
+    fn put_task_configs(
+        &mut self,
+        name: &str,
+        version: u64,
+        shared: &ConfigMap,
+        configs: &[ConfigMap],
+    ) -> Response {
         let connector = self.connector(name)?;
         if connector.version != version {
             return Err(Rejection::StaleTaskConfigs {
@@ -984,11 +1026,21 @@ impl ClusterState {
             });
         }
         let count = configs.len() as u32;
+        // A task changed if its whole config did, however it is split.
+        let same_split = connector.task_shared == *shared;
         let changed: Vec<u32> = (0..count)
-            .filter(|t| connector.tasks.get(*t as usize) != configs.get(*t as usize))
+            .filter(|t| {
+                let (t, own) = (*t as usize, &configs[*t as usize]);
+                if same_split {
+                    connector.tasks.get(t) != Some(own)
+                } else {
+                    connector.task_config(t) != Some(crate::tasks::merged(shared, own))
+                }
+            })
             .collect();
         if let Some(connector) = self.connectors.get_mut(name) {
             connector.tasks = configs.to_vec();
+            connector.task_shared = shared.clone();
             connector.tasks_version = version;
         }
         // Tasks beyond the new count are gone; changed tasks are fenced by a new generation.

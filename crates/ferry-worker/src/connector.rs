@@ -10,6 +10,9 @@ use tracing::info;
 
 use crate::unit::{stopped, Failure, UnitCtx};
 
+/// The format in which task configs keep what they share once.
+const SHARED_TASK_CONFIGS: u32 = 3;
+
 /// Write the connector's task configs unless they are current: generated from this config
 /// version already or, when the connector asked for new ones, the same as those stored.
 async fn put_task_configs(
@@ -17,15 +20,16 @@ async fn put_task_configs(
     connector: &dyn Connector,
     asked: bool,
 ) -> Result<(), Failure> {
-    let stored = {
+    let (stored, level) = {
         let applied = ctx.node.state().read();
-        applied.state.connectors.get(&ctx.name).map(|c| {
+        let stored = applied.state.connectors.get(&ctx.name).map(|c| {
             let generated = c.tasks_version == ctx.version;
             (
-                generated && !c.tasks.is_empty(),
-                generated.then(|| c.tasks.clone()),
+                generated && c.task_count() > 0,
+                generated.then(|| c.task_configs()),
             )
-        })
+        });
+        (stored, applied.state.feature_level())
     };
     let (current, tasks) = stored.ok_or(Failure::Fenced)?;
     if current && !asked {
@@ -41,10 +45,20 @@ async fn put_task_configs(
         return Ok(());
     }
     info!(connector = %ctx.name, tasks = configs.len(), version = ctx.version, "task configs");
+    // What the tasks share is written once, where every member reads that format.
+    let split = if level >= SHARED_TASK_CONFIGS {
+        ferry_meta::tasks::split(&configs)
+    } else {
+        ferry_meta::tasks::Split {
+            shared: ferry_meta::ConfigMap::default(),
+            own: configs,
+        }
+    };
     ctx.write(Command::PutTaskConfigs {
         name: ctx.name.clone(),
         version: ctx.version,
-        configs,
+        configs: split.own,
+        shared: split.shared,
     })
     .await
     .map(|_| ())

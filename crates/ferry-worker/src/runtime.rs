@@ -63,13 +63,13 @@ fn desired(state: &ClusterState, me: NodeId) -> BTreeMap<Key, (Spec, TargetState
             if a.worker != Some(me) {
                 continue;
             }
-            let Some(config) = connector.tasks.get(*task as usize) else {
+            let Some(config) = connector.task_config(*task as usize) else {
                 continue;
             };
             let spec = Spec {
                 generation: a.generation,
                 version: connector.version,
-                task_config: config.0.clone(),
+                task_config: config.0,
                 partitions: state
                     .sink_partitions
                     .get(name)
@@ -319,6 +319,7 @@ mod tests {
                 name: "a".into(),
                 version: 1,
                 configs: vec![ConfigMap::default(); 2],
+                shared: ConfigMap::default(),
             },
         );
         apply(

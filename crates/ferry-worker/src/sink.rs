@@ -45,7 +45,8 @@ struct Batch {
 struct SinkLoop {
     ctx: UnitCtx,
     task: Box<dyn SinkTask>,
-    consumer: StreamConsumer,
+    /// `None` while the task owns no partition: an idle task opens no Kafka client.
+    consumer: Option<StreamConsumer>,
     key: Box<dyn Converter>,
     value: Box<dyn Converter>,
     headers: Box<dyn HeaderConverter>,
@@ -100,34 +101,16 @@ impl SinkLoop {
             .collect();
         task.open(&partitions).await?;
 
-        let mut config = kafka.client_config();
-        // librdkafka's assign() needs a group id; the group is only used for the optional
-        // commits for lag monitoring: assignment comes from Raft, never from the group.
-        config
-            .set("group.id", format!("connect-{}", ctx.name))
-            .set("enable.auto.commit", "false")
-            .set("enable.auto.offset.store", "false")
-            .set("auto.offset.reset", "earliest");
-        let consumer: StreamConsumer = config
-            .create()
-            .map_err(|e| ConnectError::fatal(format!("cannot create a Kafka consumer: {e}")))?;
         ctx.catch_up().await?;
         let committed = ctx.sink_offsets();
         // A sink that keeps its offsets elsewhere (the JDBC sink's table) says where in open.
         let mut from = committed.clone();
         from.extend(rewinds.take());
-        let mut assignment = TopicPartitionList::new();
-        for tp in &partitions {
-            let offset = from
-                .get(tp)
-                .map_or(Offset::Beginning, |o| Offset::Offset(*o));
-            assignment
-                .add_partition_offset(&tp.topic, tp.partition, offset)
-                .map_err(|e| kafka_error("assign", e))?;
-        }
-        consumer
-            .assign(&assignment)
-            .map_err(|e| kafka_error("assign", e))?;
+        let consumer = if partitions.is_empty() {
+            None
+        } else {
+            Some(consumer(&ctx, &kafka, &partitions, &from)?)
+        };
         info!(task = %ctx.label(), partitions = partitions.len(), generation = ctx.generation, "sink task assigned");
         let committed: HashMap<TopicPartition, i64> = partitions
             .iter()
@@ -292,8 +275,12 @@ impl SinkLoop {
     /// Seek the partitions the task asked to consume again; they are returned.
     fn rewind(&mut self) -> Result<HashSet<TopicPartition>, Failure> {
         let asked = self.rewinds.take();
+        let Some(consumer) = &self.consumer else {
+            // No partition, nothing to consume again.
+            return Ok(HashSet::new());
+        };
         for (tp, offset) in &asked {
-            self.consumer
+            consumer
                 .seek(
                     &tp.topic,
                     tp.partition,
@@ -342,12 +329,16 @@ impl SinkLoop {
             })
             .await?;
         debug!(task = %self.ctx.label(), partitions = allowed.len(), "offsets committed");
-        if self.ctx.settings.commit_consumer_group {
+        if let Some(consumer) = self
+            .consumer
+            .as_ref()
+            .filter(|_| self.ctx.settings.commit_consumer_group)
+        {
             let mut tpl = TopicPartitionList::new();
             for (tp, o) in &allowed {
                 let _ = tpl.add_partition_offset(&tp.topic, tp.partition, Offset::Offset(*o));
             }
-            if let Err(e) = self.consumer.commit(&tpl, CommitMode::Async) {
+            if let Err(e) = consumer.commit(&tpl, CommitMode::Async) {
                 debug!(error = %e, "consumer-group commit failed (Raft has the offsets)");
             }
         }
@@ -388,13 +379,13 @@ impl SinkLoop {
                 changed = control.changed() => if changed.is_err() { return Ok(()) },
                 _ = flush.tick() => self.commit().await?,
                 _ = clock.tick() => self.tick().await?,
-                first = self.consumer.recv(), if !paused => {
+                first = next_message(self.consumer.as_ref()), if !paused => {
                     let first = first.map_err(|e| kafka_error("consume", e))?;
                     let mut batch = Batch::default();
                     self.take(&first, &mut batch)?;
                     drop(first);
                     while batch.consumed.len() < MAX_BATCH {
-                        let Some(next) = self.consumer.recv().now_or_never() else { break };
+                        let Some(next) = next_message(self.consumer.as_ref()).now_or_never() else { break };
                         let next = next.map_err(|e| kafka_error("consume", e))?;
                         self.take(&next, &mut batch)?;
                     }
@@ -402,6 +393,49 @@ impl SinkLoop {
                 }
             }
         }
+    }
+}
+
+/// The task's consumer, `assign()`ed its partitions from `from` (the beginning where none).
+fn consumer(
+    ctx: &UnitCtx,
+    kafka: &crate::KafkaSettings,
+    partitions: &[TopicPartition],
+    from: &std::collections::BTreeMap<TopicPartition, i64>,
+) -> Result<StreamConsumer, Failure> {
+    let mut config = kafka.client_config();
+    // librdkafka's assign() needs a group id; the group is only used for the optional
+    // commits for lag monitoring: assignment comes from Raft, never from the group.
+    config
+        .set("group.id", format!("connect-{}", ctx.name))
+        .set("enable.auto.commit", "false")
+        .set("enable.auto.offset.store", "false")
+        .set("auto.offset.reset", "earliest");
+    let consumer: StreamConsumer = config
+        .create()
+        .map_err(|e| ConnectError::fatal(format!("cannot create a Kafka consumer: {e}")))?;
+    let mut assignment = TopicPartitionList::new();
+    for tp in partitions {
+        let offset = from
+            .get(tp)
+            .map_or(Offset::Beginning, |o| Offset::Offset(*o));
+        assignment
+            .add_partition_offset(&tp.topic, tp.partition, offset)
+            .map_err(|e| kafka_error("assign", e))?;
+    }
+    consumer
+        .assign(&assignment)
+        .map_err(|e| kafka_error("assign", e))?;
+    Ok(consumer)
+}
+
+/// The next message of the consumer; without one (no partition), never.
+async fn next_message(
+    consumer: Option<&StreamConsumer>,
+) -> rdkafka::error::KafkaResult<BorrowedMessage<'_>> {
+    match consumer {
+        Some(consumer) => consumer.recv().await,
+        None => std::future::pending().await,
     }
 }
 
@@ -427,14 +461,15 @@ async fn session(
     let stopped = sink.task.stop().await;
     // Closing a consumer of a group blocks until librdkafka has closed it: do it off the
     // async threads, and do not wait for it forever.
-    let consumer = sink.consumer;
-    let _ = consumer.unassign();
-    let closing = tokio::task::spawn_blocking(move || drop(consumer));
-    if tokio::time::timeout(Duration::from_secs(10), closing)
-        .await
-        .is_err()
-    {
-        warn!("the Kafka consumer did not close within 10 s");
+    if let Some(consumer) = sink.consumer {
+        let _ = consumer.unassign();
+        let closing = tokio::task::spawn_blocking(move || drop(consumer));
+        if tokio::time::timeout(Duration::from_secs(10), closing)
+            .await
+            .is_err()
+        {
+            warn!("the Kafka consumer did not close within 10 s");
+        }
     }
     outcome?;
     closed?;

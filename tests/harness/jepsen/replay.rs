@@ -6,7 +6,7 @@
 
 use std::collections::BTreeMap;
 
-use ferry_meta::state::{Command, Outcome};
+use ferry_meta::state::{Command, ConnectorAssignment, Outcome};
 use ferry_meta::types::Entry;
 use ferry_meta::ClusterState;
 use openraft::EntryPayload;
@@ -40,16 +40,13 @@ impl Replayed {
     /// effect per partition, by the worker `before` assigned the task to.
     fn accepted(
         &mut self,
-        before: &ClusterState,
-        name: &str,
+        before: Option<&ConnectorAssignment>,
         task: u32,
         generation: u64,
         offsets: impl Iterator<Item = (i32, Option<i64>)>,
     ) {
         self.commits += 1;
         let worker = before
-            .assignments
-            .get(name)
             .and_then(|a| a.tasks.get(&task))
             .and_then(|a| a.worker)
             .unwrap_or(0);
@@ -106,13 +103,17 @@ pub fn replay(entries: &[Entry], name: &str, topic: &str) -> Replayed {
         let EntryPayload::Normal(request) = &entry.payload else {
             continue;
         };
-        let before = state.clone();
-        let answer = state.apply(request);
         let command = &request.command;
         if command.connector() != Some(name) {
+            // Another connector's entry (thousands, with a big connector): no copy of the state.
+            let _ = state.apply(request);
             continue;
         }
-        if is_repeat(&before, request) {
+        // What the entry needs of the state before it: the connector's assignments only.
+        let before = state.assignments.get(name).cloned();
+        let repeat = is_repeat(&state, request);
+        let answer = state.apply(request);
+        if repeat {
             out.repeats += 1;
             continue;
         }
@@ -128,8 +129,7 @@ pub fn replay(entries: &[Entry], name: &str, topic: &str) -> Replayed {
             ) => {
                 let offsets = offsets.iter().filter(|o| o.topic == topic);
                 out.accepted(
-                    &before,
-                    name,
+                    before.as_ref(),
                     *task,
                     *generation,
                     offsets.map(|o| (o.partition, o.offset)),
@@ -148,8 +148,7 @@ pub fn replay(entries: &[Entry], name: &str, topic: &str) -> Replayed {
                 Ok(Outcome::Done),
             ) if t == topic => {
                 out.accepted(
-                    &before,
-                    name,
+                    before.as_ref(),
                     *task,
                     *generation,
                     std::iter::once((*partition, Some(*next))),
@@ -288,6 +287,7 @@ mod tests {
                 name: "sink".into(),
                 version: 1,
                 configs: vec![config],
+                shared: ferry_meta::ConfigMap::default(),
             },
             assign(1), // generation 1
             Command::SetSinkPartitions {

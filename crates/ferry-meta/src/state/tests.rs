@@ -31,6 +31,7 @@ fn tasks(name: &str, version: u64, n: usize) -> Command {
         name: name.into(),
         version,
         configs: (0..n).map(|i| cfg(&[("task", &i.to_string())])).collect(),
+        shared: ConfigMap::default(),
     }
 }
 
@@ -305,12 +306,68 @@ fn generations_and_fencing() {
                     name: "a".into(),
                     version: 2,
                     configs: vec![cfg(&[("task", "0")]), cfg(&[("task", "1"), ("x", "1")])],
+                    shared: ConfigMap::default(),
                 },
             ],
             want: Ok(Outcome::Done),
             check: |s| {
                 assert_eq!(s.assignments["a"].tasks[&0].generation, 1);
                 assert_eq!(s.assignments["a"].tasks[&1].generation, 3);
+            },
+        },
+        Case {
+            name: "task configs stored split: a task is bumped only if its whole config changed",
+            commands: vec![
+                put("a", true, None),
+                tasks("a", 1, 2),
+                assign("a", Some(0), 1),
+                assign("a", Some(1), 1),
+                put_cfg("a", cfg(&[("x", "1")])),
+                // The same whole configs as `task`=0 / `task`=1, x=1 written whole would be.
+                Command::PutTaskConfigs {
+                    name: "a".into(),
+                    version: 2,
+                    configs: vec![cfg(&[("task", "0"), ("x", "0")]), cfg(&[("task", "1")])],
+                    shared: cfg(&[("x", "1")]),
+                },
+            ],
+            want: Ok(Outcome::Done),
+            check: |s| {
+                let c = &s.connectors["a"];
+                assert_eq!(c.task_config(0), Some(cfg(&[("task", "0"), ("x", "0")])));
+                assert_eq!(c.task_config(1), Some(cfg(&[("task", "1"), ("x", "1")])));
+                assert_eq!(c.task_count(), 2);
+                assert_eq!(s.assignments["a"].tasks[&0].generation, 3, "x changed");
+                assert_eq!(s.assignments["a"].tasks[&1].generation, 4, "x added");
+            },
+        },
+        Case {
+            name: "the same whole configs split another way change no task",
+            commands: vec![
+                put("a", true, None),
+                Command::PutTaskConfigs {
+                    name: "a".into(),
+                    version: 1,
+                    configs: vec![
+                        cfg(&[("t", "0"), ("x", "1")]),
+                        cfg(&[("t", "1"), ("x", "1")]),
+                    ],
+                    shared: ConfigMap::default(),
+                },
+                assign("a", Some(0), 1),
+                assign("a", Some(1), 1),
+                Command::PutTaskConfigs {
+                    name: "a".into(),
+                    version: 1,
+                    configs: vec![cfg(&[("t", "0")]), cfg(&[("t", "1")])],
+                    shared: cfg(&[("x", "1")]),
+                },
+            ],
+            want: Ok(Outcome::Done),
+            check: |s| {
+                assert_eq!(s.assignments["a"].tasks[&0].generation, 1);
+                assert_eq!(s.assignments["a"].tasks[&1].generation, 2);
+                assert_eq!(s.connectors["a"].task_shared, cfg(&[("x", "1")]));
             },
         },
         Case {
@@ -862,6 +919,22 @@ fn exactly_once_commits_are_compare_and_set_and_fenced() {
             check: |s| assert_eq!(s.offsets["a"].next_offset("t", 0), Some(10)),
         },
     ]);
+}
+
+#[test]
+fn task_configs_that_keep_what_they_share_once_need_format_3() {
+    let whole = tasks("a", 1, 2);
+    assert_eq!(whole.format(), crate::format::BASE_FORMAT);
+    let split = Command::PutTaskConfigs {
+        name: "a".into(),
+        version: 1,
+        configs: vec![ConfigMap::default(); 2],
+        shared: cfg(&[("x", "1")]),
+    };
+    assert_eq!(split.format(), 3);
+    // Written whole, the entry has no `shared` at all: an older build reads it as before.
+    let text = serde_json::to_string(&Request::anonymous(whole)).expect("encode");
+    assert!(!text.contains("shared"), "{text}");
 }
 
 #[test]

@@ -491,7 +491,7 @@ impl Management for Api {
                 let assignment = s.assignments.get(&name);
                 Some(
                     connector
-                        .tasks
+                        .task_configs()
                         .iter()
                         .enumerate()
                         .map(|(i, config)| {

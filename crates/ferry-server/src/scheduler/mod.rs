@@ -76,7 +76,7 @@ fn sink_partition_commands(
         let class = connector.config.get("connector.class").unwrap_or_default();
         let sink = ferry_connect::plugin::find(plugins, class)
             .is_some_and(|p| p.kind() == PluginKind::Sink);
-        if !sink || connector.tasks.is_empty() {
+        if !sink || connector.task_count() == 0 {
             continue;
         }
         let Some(topics) = Topics::of(&connector.config.0) else {
@@ -87,7 +87,7 @@ fn sink_partition_commands(
             .filter(|tp| topics.matches(&tp.topic))
             .cloned()
             .collect();
-        let spread = reducer::spread(&mine, connector.tasks.len() as u32);
+        let spread = reducer::spread(&mine, connector.task_count() as u32);
         let current = state.sink_partitions.get(name);
         if current != Some(&spread) {
             commands.push(Command::SetSinkPartitions {
@@ -169,20 +169,35 @@ pub async fn run(
             commands.extend(reducer::assign(state, &live));
             commands
         };
-        for command in commands {
-            debug!(
-                kind = command.kind(),
-                connector = command.connector(),
-                "scheduling"
-            );
-            let request = Request::new(uuid::Uuid::new_v4().to_string(), command);
-            match node.write_answer(request).await {
-                Ok(Ok(_)) => {}
-                Ok(Err(rejected)) => debug!(%rejected, "scheduling command refused; replanning"),
-                Err(e) => {
-                    warn!(error = %e, "cannot write an assignment; retrying");
-                    break;
-                }
+        write_all(&node, commands).await;
+    }
+}
+
+/// How many of the scheduler's writes are in flight at once: Raft appends and replicates
+/// them together, so that placing thousands of tasks takes a few round trips, in small entries.
+const IN_FLIGHT: usize = 64;
+
+/// Write the commands, many at a time (each is independent of the others); on a failure to
+/// write, the rest are left to the next pass, which plans again from the state.
+async fn write_all(node: &MetaNode, commands: Vec<Command>) {
+    use futures::StreamExt;
+    let mut writes = futures::stream::iter(commands.into_iter().map(|command| {
+        debug!(
+            kind = command.kind(),
+            connector = command.connector(),
+            "scheduling"
+        );
+        let request = Request::new(uuid::Uuid::new_v4().to_string(), command);
+        node.write_answer(request)
+    }))
+    .buffer_unordered(IN_FLIGHT);
+    while let Some(written) = writes.next().await {
+        match written {
+            Ok(Ok(_)) => {}
+            Ok(Err(rejected)) => debug!(%rejected, "scheduling command refused; replanning"),
+            Err(e) => {
+                warn!(error = %e, "cannot write an assignment; retrying");
+                break;
             }
         }
     }

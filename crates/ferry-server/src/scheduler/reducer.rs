@@ -33,7 +33,7 @@ pub fn units(state: &ClusterState) -> Vec<Unit> {
             connector: name.clone(),
             task: None,
         });
-        for task in 0..connector.tasks.len() as u32 {
+        for task in 0..connector.task_count() as u32 {
             units.push(Unit {
                 connector: name.clone(),
                 task: Some(task),
@@ -167,6 +167,7 @@ mod tests {
                 name: name.to_string(),
                 version: 1,
                 configs: vec![ConfigMap::default(); *tasks],
+                shared: ConfigMap::default(),
             }));
             assert!(answer.is_ok());
         }
