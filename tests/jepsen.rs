@@ -30,6 +30,7 @@ fn concurrent_config_clients_see_a_linearizable_history_through_a_leader_kill() 
         until,
         think: Duration::ZERO,
         seed: 1,
+        hold: Default::default(),
     };
     let clients = spawn_config_clients(&runtime, 5, &plan, &history);
     std::thread::sleep(Duration::from_secs(4));
@@ -86,6 +87,14 @@ fn zombies_without_a_lease_are_fenced_by_generation() {
 fn wiped_and_rolled_back_nodes_lose_nothing_and_rejoin_as_caught_up_voters() {
     scenario(Nemesis::Wipe, 7, 20, true);
     scenario(Nemesis::Rollback, 9, 20, true);
+}
+
+/// A client creates a connector with 2,000 tasks (10,000 in `make jepsen`) while records flow,
+/// then deletes it: every task shows RUNNING, the leader keeps its term, the sink's tasks their
+/// generations and every worker its lease, and no idle task opens a Kafka client.
+#[test]
+fn a_connector_with_thousands_of_tasks_disturbs_nothing_else() {
+    scenario(Nemesis::BigConfig, 3, 20, true);
 }
 
 /// A node added as learner and promoted, then removed, while records flow and tasks rebalance.

@@ -2,9 +2,11 @@
 //! one scenario at a time, each against a fresh three-node cluster and broker.
 //!
 //! `ferry-jepsen [--nemesis all|NAME[,NAME…]] [--sink all|file|storage|hdfs|jdbc] [--seed N[,N…]]
-//! [--duration SECONDS] [--rate RECORDS_PER_S] [--no-lease]`; exits 1 if any scenario fails a
-//! checker. `--no-lease` turns the workers' ownership lease off (a test-only setting), so that
-//! zombies keep working and only generation fencing keeps their commits out.
+//! [--duration SECONDS] [--rate RECORDS_PER_S] [--big-tasks N] [--no-lease]`; exits 1 if any
+//! scenario fails a checker. `--no-lease` turns the workers' ownership lease off (a test-only
+//! setting), so that zombies keep working and only generation fencing keeps their commits out.
+//! `--big-tasks` is the task count of the `big-config` nemesis's connector (10,000 here; the
+//! one run of it in `make test` has 2,000).
 
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
@@ -19,11 +21,12 @@ struct Args {
     duration: Duration,
     rate: Option<u32>,
     lease: bool,
+    big_tasks: usize,
 }
 
 const USAGE: &str =
     "usage: ferry-jepsen [--nemesis all|NAME[,NAME...]] [--sink all|file|storage|hdfs|jdbc] \
-[--seed N[,N...]] [--duration SECONDS] [--rate RECORDS_PER_S] [--no-lease]";
+[--seed N[,N...]] [--duration SECONDS] [--rate RECORDS_PER_S] [--big-tasks N] [--no-lease]";
 
 fn parse() -> Result<Args, String> {
     let mut args = Args {
@@ -33,6 +36,7 @@ fn parse() -> Result<Args, String> {
         duration: Duration::from_secs(30),
         rate: None,
         lease: true,
+        big_tasks: 10_000,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -83,6 +87,12 @@ fn parse() -> Result<Args, String> {
                 }
                 args.rate = Some(rate);
             }
+            "--big-tasks" => {
+                args.big_tasks =
+                    value.parse().ok().filter(|n| *n > 0).ok_or_else(|| {
+                        format!("--big-tasks: {value:?} is not a positive number")
+                    })?;
+            }
             other => return Err(format!("unknown option {other:?}\n{USAGE}")),
         }
     }
@@ -105,6 +115,7 @@ fn main() -> ExitCode {
             for nemesis in &args.nemeses {
                 let mut scenario = Scenario::new(*nemesis, *sink, *seed, args.duration);
                 scenario.lease = args.lease;
+                scenario.big_tasks = args.big_tasks;
                 if let Some(rate) = args.rate {
                     scenario.rate = rate;
                 }

@@ -3,6 +3,7 @@
 //! checker reads.
 
 use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -191,6 +192,51 @@ pub struct ClientPlan {
     /// Pause between two operations.
     pub think: Duration,
     pub seed: u64,
+    /// Lets a nemesis hold the clients' writes.
+    pub hold: Arc<WriteHold>,
+}
+
+/// While held, the clients only read: a nemesis that checks that nothing else moved (the big
+/// config) holds the writes, whose creates and deletes rebalance tasks on purpose.
+#[derive(Debug, Default)]
+pub struct WriteHold {
+    held: AtomicBool,
+    writing: AtomicUsize,
+}
+
+impl WriteHold {
+    /// Hold the writes; returns once no write is in flight.
+    pub fn hold(&self) {
+        self.held.store(true, Ordering::SeqCst);
+        crate::wait_for(
+            "the config clients' writes in flight",
+            Duration::from_secs(30),
+            || (self.writing.load(Ordering::SeqCst) == 0).then_some(()),
+        );
+    }
+
+    pub fn release(&self) {
+        self.held.store(false, Ordering::SeqCst);
+    }
+
+    /// Start a write unless held: the guard counts it in flight.
+    fn write(&self) -> Option<Writing<'_>> {
+        self.writing.fetch_add(1, Ordering::SeqCst);
+        if self.held.load(Ordering::SeqCst) {
+            self.writing.fetch_sub(1, Ordering::SeqCst);
+            return None;
+        }
+        Some(Writing(self))
+    }
+}
+
+/// A write in flight.
+struct Writing<'a>(&'a WriteHold);
+
+impl Drop for Writing<'_> {
+    fn drop(&mut self) {
+        self.0.writing.fetch_sub(1, Ordering::SeqCst);
+    }
 }
 
 /// Start `count` config clients (ids 0..count) on `runtime`, each with `plan` and its own id.
@@ -228,6 +274,16 @@ pub async fn config_client(plan: ClientPlan, history: History) {
             4..=6 => ConfigInput::Put(value.clone()),
             7..=8 => ConfigInput::Create(value.clone()),
             _ => ConfigInput::Delete,
+        };
+        let writing = match input {
+            ConfigInput::Get => None,
+            _ => match plan.hold.write() {
+                Some(writing) => Some(writing),
+                None => {
+                    tokio::time::sleep(plan.think).await;
+                    continue;
+                }
+            },
         };
         let call = plan.started.elapsed().as_nanos() as u64;
         let outcome: Result<ConfigOutput, tonic::Status> = match &input {
@@ -275,6 +331,7 @@ pub async fn config_client(plan: ClientPlan, history: History) {
             },
         };
         let ret = plan.started.elapsed().as_nanos() as u64;
+        drop(writing);
         let op = match outcome {
             Ok(output) => Op {
                 key,

@@ -30,13 +30,17 @@ pub enum Nemesis {
     /// stopped again and restarted from that older copy — and in half the rounds one of the
     /// other two nodes is killed right after, so that any quorum must include the restored one.
     Rollback,
-    /// A random one of all the others, fault after fault.
+    /// A client creates a connector with thousands of tasks (`Scenario::big_tasks`, the task
+    /// limit raised for it) while the workload runs, waits for all of them in status, then
+    /// deletes it: the leader's term, the sink's generations and every lease must not notice.
+    BigConfig,
+    /// A random one of the faults, fault after fault (not `big-config`, a load of its own).
     Combined,
 }
 
 impl Nemesis {
-    /// Every nemesis; `combined` draws from all but itself, the last.
-    pub const ALL: [Nemesis; 10] = [
+    /// Every nemesis; `combined` is the last.
+    pub const ALL: [Nemesis; 11] = [
         Nemesis::KillRandom,
         Nemesis::KillLeader,
         Nemesis::Pause,
@@ -46,7 +50,21 @@ impl Nemesis {
         Nemesis::Membership,
         Nemesis::Wipe,
         Nemesis::Rollback,
+        Nemesis::BigConfig,
         Nemesis::Combined,
+    ];
+
+    /// The faults `combined` draws from.
+    const DRAWN: [Nemesis; 9] = [
+        Nemesis::KillRandom,
+        Nemesis::KillLeader,
+        Nemesis::Pause,
+        Nemesis::Restart,
+        Nemesis::PartitionMajority,
+        Nemesis::PartitionLeader,
+        Nemesis::Membership,
+        Nemesis::Wipe,
+        Nemesis::Rollback,
     ];
 
     pub fn name(self) -> &'static str {
@@ -60,6 +78,7 @@ impl Nemesis {
             Nemesis::Membership => "membership",
             Nemesis::Wipe => "wipe",
             Nemesis::Rollback => "rollback",
+            Nemesis::BigConfig => "big-config",
             Nemesis::Combined => "combined",
         }
     }
@@ -67,9 +86,7 @@ impl Nemesis {
     /// The single kind of the next fault.
     pub fn draw(self, rng: &mut Rng) -> Nemesis {
         match self {
-            Nemesis::Combined => *rng
-                .pick(&Self::ALL[..Self::ALL.len() - 1])
-                .unwrap_or(&Nemesis::KillRandom),
+            Nemesis::Combined => *rng.pick(&Self::DRAWN).unwrap_or(&Nemesis::KillRandom),
             one => one,
         }
     }
@@ -128,11 +145,11 @@ mod tests {
     use super::*;
 
     #[test]
-    fn names_parse_back_and_combined_draws_every_single_fault() {
+    fn names_parse_back_and_combined_draws_every_single_fault_but_the_big_config() {
         for n in Nemesis::ALL {
             assert_eq!(n.name().parse::<Nemesis>(), Ok(n));
         }
-        assert_eq!(parse_list("all").map(|l| l.len()), Ok(10));
+        assert_eq!(parse_list("all").map(|l| l.len()), Ok(11));
         assert_eq!(
             parse_list("pause,kill-leader"),
             Ok(vec![Nemesis::Pause, Nemesis::KillLeader])
@@ -143,5 +160,6 @@ mod tests {
             (0..200).map(|_| Nemesis::Combined.draw(&mut rng)).collect();
         assert_eq!(drawn.len(), 9, "{drawn:?}");
         assert!(!drawn.contains(&Nemesis::Combined));
+        assert!(!drawn.contains(&Nemesis::BigConfig), "a load of its own");
     }
 }

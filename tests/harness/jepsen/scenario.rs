@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use super::checkers::{self, Assigned, Delivery, Effect};
-use super::client::{spawn_config_clients, ClientPlan, History, Probe};
+use super::client::{spawn_config_clients, ClientPlan, History, Probe, WriteHold};
 use super::linearizable::{check, ConfigRegister};
 use super::nemesis::Nemesis;
 use super::replay::{replay, Replayed};
@@ -211,6 +211,8 @@ pub struct Scenario {
     /// Whether workers keep their ownership lease; without it (a test-only setting) a zombie
     /// keeps working and only the generation fence stands between its commits and the state.
     pub lease: bool,
+    /// How many tasks the `big-config` nemesis's connector has.
+    pub big_tasks: usize,
 }
 
 impl Scenario {
@@ -225,6 +227,7 @@ impl Scenario {
             tasks: 3,
             clients: 3,
             lease: true,
+            big_tasks: 2000,
         }
     }
 
@@ -263,8 +266,31 @@ pub struct Summary {
     pub rejoins: Vec<String>,
     /// Lines of the nodes' logs that show a panic.
     pub panics: Vec<String>,
+    /// What the `big-config` rounds saw.
+    pub big: Vec<BigRound>,
     pub elapsed: Duration,
 }
+
+/// One round of the `big-config` nemesis.
+#[derive(Clone, Debug, Default)]
+pub struct BigRound {
+    pub tasks: usize,
+    /// Until every task showed RUNNING in the status.
+    pub running_after: Option<Duration>,
+    /// From the delete until no node listed the connector.
+    pub deleted_after: Option<Duration>,
+    /// The most threads a ferryd had during the round, and before it.
+    pub max_threads: u64,
+    pub threads_before: u64,
+    /// What the rest of the cluster should not have noticed, and did.
+    pub problems: Vec<String>,
+}
+
+/// How long the big connector's tasks may take to all show RUNNING.
+const BIG_RUNNING: Duration = Duration::from_secs(300);
+/// Threads a ferryd may add while running the big connector: tokio's blocking pool (512 at
+/// most) and a few more; a Kafka client per idle task would add several threads each.
+const BIG_THREADS: u64 = 600;
 
 impl Summary {
     /// Each checker's verdict: name, pass, what it saw.
@@ -339,6 +365,33 @@ impl Summary {
                     "every wiped or rolled-back node a caught-up voter again before the next fault".to_string()
                 } else {
                     self.rejoins.join("; ")
+                },
+            ),
+            (
+                "steady under a big config",
+                self.big.iter().all(|b| b.problems.is_empty()),
+                if self.big.is_empty() {
+                    "no big config in this run".to_string()
+                } else {
+                    self.big
+                        .iter()
+                        .map(|b| {
+                            format!(
+                                "{} tasks RUNNING after {}, deleted after {}, threads {} → at most {}{}",
+                                b.tasks,
+                                b.running_after.map_or("never".into(), |t| format!("{} ms", t.as_millis())),
+                                b.deleted_after.map_or("never".into(), |t| format!("{} ms", t.as_millis())),
+                                b.threads_before,
+                                b.max_threads,
+                                if b.problems.is_empty() {
+                                    "; term, sink generations and leases unchanged".to_string()
+                                } else {
+                                    format!("; {}", b.problems.join("; "))
+                                }
+                            )
+                        })
+                        .collect::<Vec<_>>()
+                        .join(" | ")
                 },
             ),
             (
@@ -488,6 +541,37 @@ struct Nemeses<'a> {
     failovers: Vec<Option<Duration>>,
     /// Nodes whose data was wiped or rolled back that were not caught-up voters in time.
     rejoins: Vec<String>,
+    big_tasks: usize,
+    big: Vec<BigRound>,
+    /// Holds the config clients' writes.
+    hold: Arc<WriteHold>,
+}
+
+/// The most threads of any running ferryd (from /proc).
+fn max_threads(cluster: &Cluster) -> u64 {
+    cluster
+        .running()
+        .into_iter()
+        .filter_map(|id| cluster.node(id).pid())
+        .filter_map(|pid| {
+            let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+            status
+                .lines()
+                .find_map(|l| l.strip_prefix("Threads:"))?
+                .trim()
+                .parse()
+                .ok()
+        })
+        .max()
+        .unwrap_or(0)
+}
+
+/// How many times each node's lease was taken afresh, from its log.
+fn lease_epochs(cluster: &Cluster, nodes: &[u64]) -> BTreeMap<u64, usize> {
+    nodes
+        .iter()
+        .map(|id| (*id, cluster.log_text(*id).matches("lease held").count()))
+        .collect()
 }
 
 /// How long a node whose data was wiped or rolled back may take to be a caught-up voter again.
@@ -615,9 +699,152 @@ impl Nemeses<'_> {
         self.faults.push(desc);
     }
 
+    /// A connector with `big_tasks` tasks created and deleted under load: the leader keeps its
+    /// term, the sink's tasks their generations, every worker its lease, and no idle task
+    /// opens a Kafka client.
+    fn big_round(&mut self) {
+        const BIG: &str = "big";
+        let t0 = Instant::now();
+        let running = live(self.cluster, &self.removed);
+        let mut round = BigRound {
+            tasks: self.big_tasks,
+            threads_before: max_threads(self.cluster),
+            ..BigRound::default()
+        };
+        let Some(first) = leader(self.cluster, &self.probe, &running) else {
+            round.problems.push("no leader before the round".into());
+            self.big.push(round);
+            return;
+        };
+        let term = |cluster: &Cluster, id: u64| {
+            cluster
+                .status(id)
+                .and_then(|s| Some((s["leader_id"].as_u64()?, s["term"].as_u64()?)))
+        };
+        let before = term(self.cluster, first);
+        let generations = |probe: &Probe, cluster: &Cluster| {
+            probe.tasks(&api(cluster, first), SINK).map(|tasks| {
+                tasks
+                    .into_iter()
+                    .map(|t| (t.task, t.generation))
+                    .collect::<BTreeMap<u32, u64>>()
+            })
+        };
+        // The clients' creates and deletes move tasks on purpose (a rebalance): they only read
+        // until the check is done, and every connector has settled from their last write, so
+        // that any move is the big connector's doing.
+        self.hold.hold();
+        let workers: BTreeSet<String> = running.iter().map(|id| api(self.cluster, *id)).collect();
+        wait_for(
+            "every connector settled before the big config",
+            RECOVERY,
+            || {
+                let names = self.probe.connectors(&api(self.cluster, first))?;
+                settled(self.cluster, &self.probe, &running, &names, &workers)
+                    .is_empty()
+                    .then_some(())
+            },
+        );
+        let sink_before = generations(&self.probe, self.cluster);
+        let epochs_before = lease_epochs(self.cluster, &running);
+        let tasks = self.big_tasks.to_string();
+        let file = self.cluster.connector_file(
+            BIG,
+            &[
+                ("connector.class", "FileStreamSink"),
+                ("topics", IDLE_TOPIC),
+                ("file", "big.out"),
+                ("tasks.max", &tasks),
+            ],
+        );
+        self.cluster.cli(
+            first,
+            &["connectors", "create", "-f", &file.to_string_lossy()],
+        );
+        let created = Instant::now();
+        while created.elapsed() < BIG_RUNNING {
+            round.max_threads = round.max_threads.max(max_threads(self.cluster));
+            let shown = self.probe.status(&api(self.cluster, first), BIG);
+            let running_tasks = shown
+                .iter()
+                .flatten()
+                .filter(|t| t.state == "RUNNING")
+                .count();
+            if running_tasks == self.big_tasks {
+                round.running_after = Some(created.elapsed());
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(500));
+        }
+        if round.running_after.is_none() {
+            round.problems.push(format!(
+                "not every one of {} tasks RUNNING within {} s",
+                self.big_tasks,
+                BIG_RUNNING.as_secs()
+            ));
+        }
+        round.max_threads = round.max_threads.max(max_threads(self.cluster));
+        let after = term(self.cluster, first);
+        if after != before || before.is_none() {
+            round.problems.push(format!(
+                "the leader and term moved: (leader, term) {before:?} → {after:?}"
+            ));
+        }
+        let sink_after = generations(&self.probe, self.cluster);
+        if sink_after != sink_before || sink_before.is_none() {
+            round.problems.push(format!(
+                "the sink's task generations changed: {sink_before:?} → {sink_after:?}"
+            ));
+        }
+        let epochs_after = lease_epochs(self.cluster, &running);
+        if epochs_after != epochs_before {
+            round.problems.push(format!(
+                "a worker lost its lease (lease epochs per node {epochs_before:?} → {epochs_after:?})"
+            ));
+        }
+        if round.max_threads > round.threads_before + BIG_THREADS {
+            round.problems.push(format!(
+                "a ferryd grew from {} to {} threads: idle tasks opened Kafka clients?",
+                round.threads_before, round.max_threads
+            ));
+        }
+        let via = leader(self.cluster, &self.probe, &running).unwrap_or(first);
+        self.cluster.cli(via, &["connectors", "delete", BIG]);
+        let deleting = Instant::now();
+        while deleting.elapsed() < BIG_RUNNING {
+            let listed = running.iter().any(|id| {
+                self.probe
+                    .connectors(&api(self.cluster, *id))
+                    .is_none_or(|names| names.iter().any(|n| n == BIG))
+            });
+            if !listed {
+                round.deleted_after = Some(deleting.elapsed());
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(250));
+        }
+        if round.deleted_after.is_none() {
+            round.problems.push(format!(
+                "still listed {} s after its delete",
+                BIG_RUNNING.as_secs()
+            ));
+        }
+        self.hold.release();
+        let desc = format!("big config ({} tasks)", self.big_tasks);
+        say(format!(
+            "NEMESIS {desc}: lasted {} ms: {round:?}",
+            t0.elapsed().as_millis()
+        ));
+        self.faults.push(desc);
+        self.big.push(round);
+    }
+
     fn round(&mut self, kind: Nemesis) {
         if matches!(kind, Nemesis::Wipe | Nemesis::Rollback) {
             return self.disk_round(kind);
+        }
+        if kind == Nemesis::BigConfig {
+            return self.big_round();
         }
         let running = live(self.cluster, &self.removed);
         let victim = if kind.targets_leader() {
@@ -653,8 +880,11 @@ impl Nemeses<'_> {
                 });
                 self.cluster.add_node(via, target);
             }
-            Nemesis::Wipe | Nemesis::Rollback | Nemesis::Combined => {
-                unreachable!("disk faults have their round; combined is drawn into single faults")
+            Nemesis::Wipe | Nemesis::Rollback | Nemesis::BigConfig | Nemesis::Combined => {
+                unreachable!(
+                    "disk faults and the big config have their rounds; combined is drawn into \
+                     single faults"
+                )
             }
         }
         let desc = match kind {
@@ -663,7 +893,9 @@ impl Nemeses<'_> {
             Nemesis::Restart => format!("restart {victim}"),
             Nemesis::PartitionMajority | Nemesis::PartitionLeader => format!("isolate {victim}"),
             Nemesis::Membership => format!("add {target}, remove {target}"),
-            Nemesis::Wipe | Nemesis::Rollback | Nemesis::Combined => unreachable!(),
+            Nemesis::Wipe | Nemesis::Rollback | Nemesis::BigConfig | Nemesis::Combined => {
+                unreachable!()
+            }
         };
         // Until the hold ends: when did the sink's tasks run again, away from a displaced victim?
         let others: Vec<u64> = live(self.cluster, &self.removed)
@@ -711,7 +943,9 @@ impl Nemeses<'_> {
                 self.removed.insert(target);
                 self.cluster.stop(target);
             }
-            Nemesis::Wipe | Nemesis::Rollback | Nemesis::Combined => unreachable!(),
+            Nemesis::Wipe | Nemesis::Rollback | Nemesis::BigConfig | Nemesis::Combined => {
+                unreachable!()
+            }
         }
         say(format!(
             "NEMESIS {desc}: lasted {} ms{}",
@@ -743,6 +977,11 @@ pub fn run(s: &Scenario) -> Summary {
         // The whole log stays: the single-owner checker replays it from the first entry.
         snapshot_logs: 10_000_000,
         logs_to_keep: 10_000_000,
+        limits: if s.nemesis == Nemesis::BigConfig {
+            vec![("max_tasks_per_connector", s.big_tasks.max(s.tasks) as u64)]
+        } else {
+            Vec::new()
+        },
         ..Settings::default()
     };
     let mut cluster = Cluster::new(3, settings);
@@ -801,6 +1040,7 @@ pub fn run(s: &Scenario) -> Summary {
         until,
         think: Duration::from_millis(100),
         seed: rng.next_u64(),
+        hold: Arc::new(WriteHold::default()),
     };
     let clients = spawn_config_clients(&runtime, s.clients, &plan, &history);
 
@@ -814,6 +1054,9 @@ pub fn run(s: &Scenario) -> Summary {
         faults: Vec::new(),
         failovers: Vec::new(),
         rejoins: Vec::new(),
+        big_tasks: s.big_tasks,
+        big: Vec::new(),
+        hold: plan.hold.clone(),
     };
     loop {
         let quiet = Duration::from_millis(nemeses.rng.between(1000, 3000));
@@ -824,11 +1067,12 @@ pub fn run(s: &Scenario) -> Summary {
         let kind = s.nemesis.draw(&mut nemeses.rng);
         nemeses.round(kind);
     }
-    let (faults, failovers, removed, rejoins) = (
+    let (faults, failovers, removed, rejoins, big) = (
         nemeses.faults,
         nemeses.failovers,
         nemeses.removed,
         nemeses.rejoins,
+        nemeses.big,
     );
     let healed = Instant::now();
     for c in clients {
@@ -932,6 +1176,7 @@ pub fn run(s: &Scenario) -> Summary {
         failovers,
         rejoins,
         panics,
+        big,
         elapsed: begun.elapsed(),
     };
     say(summary.to_string());
