@@ -271,7 +271,7 @@ pub struct Summary {
     pub elapsed: Duration,
 }
 
-/// One round of the `big-config` nemesis.
+/// One round of the `big-config` nemesis (with a connector whose config is 1 MiB beside it).
 #[derive(Clone, Debug, Default)]
 pub struct BigRound {
     pub tasks: usize,
@@ -282,6 +282,8 @@ pub struct BigRound {
     /// The most threads a ferryd had during the round, and before it.
     pub max_threads: u64,
     pub threads_before: u64,
+    /// The largest resident memory of a ferryd during the round (MiB).
+    pub max_rss_mib: u64,
     /// What the rest of the cluster should not have noticed, and did.
     pub problems: Vec<String>,
 }
@@ -377,12 +379,13 @@ impl Summary {
                         .iter()
                         .map(|b| {
                             format!(
-                                "{} tasks RUNNING after {}, deleted after {}, threads {} → at most {}{}",
+                                "{} tasks RUNNING after {}, deleted after {}, threads {} → at most {}, RSS at most {} MiB{}",
                                 b.tasks,
                                 b.running_after.map_or("never".into(), |t| format!("{} ms", t.as_millis())),
                                 b.deleted_after.map_or("never".into(), |t| format!("{} ms", t.as_millis())),
                                 b.threads_before,
                                 b.max_threads,
+                                b.max_rss_mib,
                                 if b.problems.is_empty() {
                                     "; term, sink generations and leases unchanged".to_string()
                                 } else {
@@ -547,8 +550,9 @@ struct Nemeses<'a> {
     hold: Arc<WriteHold>,
 }
 
-/// The most threads of any running ferryd (from /proc).
-fn max_threads(cluster: &Cluster) -> u64 {
+/// The largest value of a `/proc/<pid>/status` field (e.g. `Threads`, `VmRSS` in kB) among
+/// the running ferryds.
+fn proc_max(cluster: &Cluster, field: &str) -> u64 {
     cluster
         .running()
         .into_iter()
@@ -557,13 +561,18 @@ fn max_threads(cluster: &Cluster) -> u64 {
             let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
             status
                 .lines()
-                .find_map(|l| l.strip_prefix("Threads:"))?
-                .trim()
+                .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))?
+                .split_whitespace()
+                .next()?
                 .parse()
                 .ok()
         })
         .max()
         .unwrap_or(0)
+}
+
+fn max_threads(cluster: &Cluster) -> u64 {
+    proc_max(cluster, "Threads")
 }
 
 /// How many times each node's lease was taken afresh, from its log.
@@ -704,6 +713,7 @@ impl Nemeses<'_> {
     /// opens a Kafka client.
     fn big_round(&mut self) {
         const BIG: &str = "big";
+        const WIDE: &str = "wide";
         let t0 = Instant::now();
         let running = live(self.cluster, &self.removed);
         let mut round = BigRound {
@@ -757,6 +767,23 @@ impl Nemeses<'_> {
                 ("tasks.max", &tasks),
             ],
         );
+        // Beside it, large entries: a connector whose config is close to [limits]
+        // max_config_bytes (1 MiB: 120,000 topics that do not exist, beside the idle one).
+        let topics: Vec<String> = std::iter::once(IDLE_TOPIC.to_string())
+            .chain((0..120_000).map(|i| format!("x{i:06}")))
+            .collect();
+        let wide = self.cluster.connector_file(
+            WIDE,
+            &[
+                ("connector.class", "FileStreamSink"),
+                ("topics", &topics.join(",")),
+                ("file", "wide.out"),
+            ],
+        );
+        self.cluster.cli(
+            first,
+            &["connectors", "create", "-f", &wide.to_string_lossy()],
+        );
         self.cluster.cli(
             first,
             &["connectors", "create", "-f", &file.to_string_lossy()],
@@ -764,6 +791,9 @@ impl Nemeses<'_> {
         let created = Instant::now();
         while created.elapsed() < BIG_RUNNING {
             round.max_threads = round.max_threads.max(max_threads(self.cluster));
+            round.max_rss_mib = round
+                .max_rss_mib
+                .max(proc_max(self.cluster, "VmRSS") / 1024);
             let shown = self.probe.status(&api(self.cluster, first), BIG);
             let running_tasks = shown
                 .iter()
@@ -810,12 +840,13 @@ impl Nemeses<'_> {
         }
         let via = leader(self.cluster, &self.probe, &running).unwrap_or(first);
         self.cluster.cli(via, &["connectors", "delete", BIG]);
+        self.cluster.cli(via, &["connectors", "delete", WIDE]);
         let deleting = Instant::now();
         while deleting.elapsed() < BIG_RUNNING {
             let listed = running.iter().any(|id| {
                 self.probe
                     .connectors(&api(self.cluster, *id))
-                    .is_none_or(|names| names.iter().any(|n| n == BIG))
+                    .is_none_or(|names| names.iter().any(|n| n == BIG || n == WIDE))
             });
             if !listed {
                 round.deleted_after = Some(deleting.elapsed());
