@@ -21,12 +21,13 @@ const UNITS_STOP: Duration = Duration::from_secs(12);
 
 type Key = (String, Option<u32>);
 
-/// What a unit runs with; a change of any of it restarts the unit.
+/// What a unit runs with; a change of any of it restarts the unit. A task's config is not
+/// part of it: a change of a task's config gives the task a new generation (see
+/// `ClusterState::put_task_configs`), so that the config is read only when the unit starts.
 #[derive(Clone, Debug, PartialEq)]
 struct Spec {
     generation: u64,
     version: u64,
-    task_config: BTreeMap<String, String>,
     partitions: Vec<TopicPartitionRef>,
 }
 
@@ -50,7 +51,6 @@ fn desired(state: &ClusterState, me: NodeId) -> BTreeMap<Key, (Spec, TargetState
             let spec = Spec {
                 generation: a.generation,
                 version: connector.version,
-                task_config: BTreeMap::new(),
                 partitions: Vec::new(),
             };
             out.insert((name.clone(), None), (spec, connector.target));
@@ -63,13 +63,12 @@ fn desired(state: &ClusterState, me: NodeId) -> BTreeMap<Key, (Spec, TargetState
             if a.worker != Some(me) {
                 continue;
             }
-            let Some(config) = connector.task_config(*task as usize) else {
+            if *task as usize >= connector.task_count() {
                 continue;
-            };
+            }
             let spec = Spec {
                 generation: a.generation,
                 version: connector.version,
-                task_config: config.0,
                 partitions: state
                     .sink_partitions
                     .get(name)
@@ -199,13 +198,18 @@ impl Runtime {
 
     fn start(&self, key: &Key, spec: Spec, target: TargetState, epoch: u64) -> Option<Running> {
         let (name, task) = key;
-        let (plugin, config) = {
+        let (plugin, config, task_config) = {
             let applied = self.node.state().read();
             let connector = applied.state.connectors.get(name)?;
             let class = connector.config.get("connector.class").unwrap_or_default();
+            let task_config = match task {
+                Some(task) => connector.task_config(*task as usize)?.0,
+                None => BTreeMap::new(),
+            };
             (
                 find(&self.plugins, class)?.clone(),
                 connector.config.0.clone(),
+                task_config,
             )
         };
         let ctx = UnitCtx {
@@ -216,7 +220,7 @@ impl Runtime {
             plugin,
             connector_config: config,
             version: spec.version,
-            task_config: spec.task_config.clone(),
+            task_config,
             partitions: spec.partitions.clone(),
             settings: self.settings.clone(),
             lease: self.lease.clone(),
