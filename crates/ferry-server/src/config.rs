@@ -491,6 +491,27 @@ properties = { "security.protocol" = "plaintext" }
     }
 
     #[test]
+    fn limits_default_and_are_checked() {
+        let config = ClusterConfig::parse(GOOD).expect("parses");
+        assert_eq!(config.limits, crate::limits::Limits::default());
+        let example =
+            ClusterConfig::parse(include_str!("../../../cluster.toml.example")).expect("parses");
+        assert_eq!(
+            example.limits,
+            crate::limits::Limits::default(),
+            "the example states the defaults"
+        );
+        let bad = format!("{GOOD}\n[limits]\nmax_config_bytes = 5000000\n");
+        let problems = problems(&bad);
+        assert!(
+            problems
+                .iter()
+                .any(|p| p.contains("limits.max_config_bytes (5000000) must be below")),
+            "{problems:?}"
+        );
+    }
+
+    #[test]
     fn bad_configs_say_what_to_fix() {
         let cases = [
             (
