@@ -52,6 +52,9 @@ impl Failure {
 /// How long one call may take: writes wait up to the server's request timeout for a leader.
 const CALL_TIMEOUT: Duration = Duration::from_secs(30);
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
+/// The largest answer the CLI reads: the tasks of a connector with thousands of tasks, or a
+/// backup, can be larger than gRPC's default of 4 MiB.
+const MAX_REPLY_BYTES: usize = 256 * 1024 * 1024;
 
 pub struct Servers {
     addrs: Vec<String>,
@@ -83,7 +86,8 @@ impl Servers {
             })?
             .connect_timeout(CONNECT_TIMEOUT)
             .timeout(CALL_TIMEOUT);
-        Ok(ManagementClient::new(endpoint.connect_lazy()))
+        Ok(ManagementClient::new(endpoint.connect_lazy())
+            .max_decoding_message_size(MAX_REPLY_BYTES))
     }
 
     /// Run `call` against each server until one answers. A server that cannot be reached or

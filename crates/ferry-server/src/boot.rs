@@ -90,7 +90,13 @@ pub async fn run(config: ClusterConfig, mut shutdown: watch::Receiver<bool>) -> 
         config.limits.clone(),
     );
     let api_server = tonic::transport::Server::builder()
-        .add_service(ManagementServer::new(api))
+        .add_service(
+            // A request may be as large as the largest entry it can make (a config, a backup
+            // to restore), and a little more: beyond that it is refused by the limits' own
+            // checks, with their messages, rather than by gRPC's 4 MiB default.
+            ManagementServer::new(api)
+                .max_decoding_message_size(config.limits.max_entry_bytes + 1024 * 1024),
+        )
         .serve_with_incoming_shutdown(incoming(api_listener), signalled(shutdown.clone()));
     let peer_task = tokio::spawn(peer_server);
     let api_task = tokio::spawn(api_server);

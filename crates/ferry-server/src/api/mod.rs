@@ -127,10 +127,7 @@ impl Api {
         match config.get("name") {
             Some(given) if given.trim() != name => {
                 return Err(ApiError::Invalid(format!(
-                    "name: the config's name ({} characters) differs from the connector name \
-                     ({} characters)",
-                    given.chars().count(),
-                    name.chars().count()
+                    "name: the config's name {given:?} differs from the connector name {name:?}"
                 )))
             }
             Some(_) => {}
