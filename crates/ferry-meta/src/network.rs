@@ -304,3 +304,27 @@ impl RaftNetwork<TypeConfig> for Connection {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn what_keeps_the_cluster_alive_never_shares_a_connection_with_data() {
+        for urgent in [
+            PeerCall::Vote,
+            PeerCall::Heartbeat,
+            PeerCall::ReadIndex,
+            PeerCall::Probe,
+        ] {
+            assert_eq!(urgent.lane(), Lane::Urgent, "{urgent:?}");
+        }
+        for bulk in [
+            PeerCall::AppendEntries,
+            PeerCall::InstallSnapshot,
+            PeerCall::Forward,
+        ] {
+            assert_eq!(bulk.lane(), Lane::Bulk, "{bulk:?}");
+        }
+    }
+}
