@@ -80,12 +80,20 @@ impl Reporter {
     }
 
     /// The error settings of a unit's connector and its reporter (with the DLQ it names).
+    ///
+    /// A unit that will see no record (a sink task that owns no partition) opens no dead
+    /// letter queue producer: it has nothing to report, and idle tasks open no Kafka client.
     pub async fn of_unit(
         ctx: &crate::unit::UnitCtx,
         kafka: &crate::kafka::KafkaSettings,
+        sees_records: bool,
     ) -> Result<(ErrorSettings, Reporter), ConnectError> {
         let errors = ErrorSettings::from_config(&ctx.connector_config)?;
-        let dead_letters = DeadLetters::open(&errors, kafka).await?;
+        let dead_letters = if sees_records {
+            DeadLetters::open(&errors, kafka).await?
+        } else {
+            None
+        };
         let reporter = Reporter::new(
             ctx.label(),
             ctx.name.clone(),

@@ -80,7 +80,8 @@ impl SinkLoop {
         let (key, value) = converters(&ctx)?;
         let headers = header_converter(&ctx)?;
         let transforms = Chain::from_config(&ctx.connector_config)?;
-        let (errors, reporter) = Reporter::of_unit(&ctx, &kafka).await?;
+        let (errors, reporter) =
+            Reporter::of_unit(&ctx, &kafka, !ctx.partitions.is_empty()).await?;
         let reporter = Arc::new(reporter);
         let classes = converter_classes(&ctx);
         let mut task = factory(&ctx.task_config)?;

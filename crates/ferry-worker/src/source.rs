@@ -76,7 +76,7 @@ impl SourceLoop {
         let (key, value) = converters(&ctx)?;
         let headers = header_converter(&ctx)?;
         let transforms = Chain::from_config(&ctx.connector_config)?;
-        let (errors, reporter) = Reporter::of_unit(&ctx, &kafka).await?;
+        let (errors, reporter) = Reporter::of_unit(&ctx, &kafka, true).await?;
         let classes = converter_classes(&ctx);
         let mut config = kafka.client_config();
         config

@@ -23,6 +23,8 @@ use crate::{lines_in_work_dirs, say, wait_for, Cluster, Kafka, Settings, Signal}
 pub const TOPIC: &str = "jepsen";
 /// The topic of the config clients' connectors (no records: their tasks idle).
 pub const IDLE_TOPIC: &str = "jepsen-idle";
+/// The dead letter queue of the big config's connector.
+const IDLE_DLQ: &str = "jepsen-idle-dlq";
 /// The sink connector under test.
 pub const SINK: &str = "sink";
 const BOOT: Duration = Duration::from_secs(60);
@@ -765,6 +767,9 @@ impl Nemeses<'_> {
                 ("topics", IDLE_TOPIC),
                 ("file", "big.out"),
                 ("tasks.max", &tasks),
+                // A dead letter queue: a task that owns no partition opens no producer for it.
+                ("errors.tolerance", "all"),
+                ("errors.deadletterqueue.topic.name", IDLE_DLQ),
             ],
         );
         // Beside it, large entries: a connector whose config is close to [limits]
@@ -1000,7 +1005,7 @@ pub fn run(s: &Scenario) -> Summary {
     let begun = Instant::now();
     say(format!("SCENARIO {} starts", s.label()));
     let mut rng = Rng::new(s.seed);
-    let kafka = Kafka::start(&[(TOPIC, s.partitions), (IDLE_TOPIC, 1)]);
+    let kafka = Kafka::start(&[(TOPIC, s.partitions), (IDLE_TOPIC, 1), (IDLE_DLQ, 1)]);
     let settings = Settings {
         kafka: Some(kafka.bootstrap.clone()),
         proxied: true,
