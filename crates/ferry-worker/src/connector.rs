@@ -10,9 +10,6 @@ use tracing::info;
 
 use crate::unit::{stopped, Failure, UnitCtx};
 
-/// The format in which task configs keep what they share once.
-const SHARED_TASK_CONFIGS: u32 = 3;
-
 /// Write the connector's task configs unless they are current: generated from this config
 /// version already or, when the connector asked for new ones, the same as those stored.
 async fn put_task_configs(
@@ -45,23 +42,20 @@ async fn put_task_configs(
         return Ok(());
     }
     info!(connector = %ctx.name, tasks = configs.len(), version = ctx.version, "task configs");
-    // What the tasks share is written once, where every member reads that format.
-    let split = if level >= SHARED_TASK_CONFIGS {
-        ferry_meta::tasks::split(&configs)
-    } else {
-        ferry_meta::tasks::Split {
-            shared: ferry_meta::ConfigMap::default(),
-            own: configs,
-        }
-    };
-    ctx.write(Command::PutTaskConfigs {
+    // What the tasks share is written once, where every member reads that format
+    // (`Command::format` says which it is); whole otherwise.
+    let split = ferry_meta::tasks::split(&configs);
+    let put = |configs, shared| Command::PutTaskConfigs {
         name: ctx.name.clone(),
         version: ctx.version,
-        configs: split.own,
-        shared: split.shared,
-    })
-    .await
-    .map(|_| ())
+        configs,
+        shared,
+    };
+    let command = match put(split.own, split.shared) {
+        split if split.format() <= level => split,
+        _ => put(configs, ferry_meta::ConfigMap::default()),
+    };
+    ctx.write(command).await.map(|_| ())
 }
 
 /// The connector, built and started on first use.
