@@ -40,6 +40,8 @@ struct Inner {
     overrides: Arc<BTreeMap<NodeId, String>>,
     /// On the leader: when each worker's last acknowledged heartbeat arrived.
     heartbeats: Mutex<HashMap<NodeId, Instant>>,
+    /// On the leader: the workers whose latest heartbeat said they are stopping.
+    leaving: Mutex<BTreeSet<NodeId>>,
     /// The leader acknowledges heartbeats only if a quorum answered it within this window.
     quorum_window: Duration,
     /// How long a write or a linearizable read keeps trying to reach a leader.
@@ -154,6 +156,7 @@ impl MetaNode {
                 peers: Mutex::new(HashMap::new()),
                 committed,
                 heartbeats: Mutex::new(HashMap::new()),
+                leaving: Mutex::new(BTreeSet::new()),
                 overrides,
                 quorum_window,
                 deadline,
@@ -774,6 +777,12 @@ impl MetaNode {
                 .lock()
                 .unwrap_or_else(|p| p.into_inner());
             beats.insert(worker, Instant::now());
+            let mut leaving = lock(&self.inner.leaving);
+            if beat.leaving {
+                leaving.insert(worker);
+            } else {
+                leaving.remove(&worker);
+            }
         }
         Ok(HeartbeatReply {
             acked: recent && !removed,
@@ -791,6 +800,11 @@ impl MetaNode {
             .clone()
     }
 
+    /// On the leader: the workers that said they are stopping.
+    pub fn leaving(&self) -> BTreeSet<NodeId> {
+        lock(&self.inner.leaving).clone()
+    }
+
     /// Wait until this node has applied the log up to `index`, for at most `timeout`; whether
     /// it got there.
     pub async fn wait_applied(&self, index: Option<u64>, timeout: Duration) -> bool {
@@ -803,10 +817,15 @@ impl MetaNode {
     }
 
     /// Send this worker's heartbeat to the leader (or record it, on the leader).
-    pub async fn send_heartbeat(&self, timeout: Duration) -> Result<HeartbeatReply, ProposalError> {
+    pub async fn send_heartbeat(
+        &self,
+        timeout: Duration,
+        leaving: bool,
+    ) -> Result<HeartbeatReply, ProposalError> {
         let beat = Heartbeat {
             worker: self.id(),
             boot: Some(self.inner.boot.clone()),
+            leaving,
         };
         let reply = match self.leader() {
             Some(leader) if leader == self.id() => self.receive_heartbeat(&beat),

@@ -31,6 +31,10 @@ pub struct Heartbeat {
     /// What the worker's node started with (see `crate::heal`).
     #[serde(default)]
     pub boot: Option<crate::heal::Boot>,
+    /// The worker is stopping (SIGTERM): it gets no new units, and the ones it has are
+    /// released by it as soon as their final commits are in.
+    #[serde(default)]
+    pub leaving: bool,
 }
 
 /// The leader's answer: `acked` only while it has heard from a quorum recently, so that a

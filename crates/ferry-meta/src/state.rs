@@ -129,6 +129,10 @@ pub struct Assignment {
     /// Unique across the cluster's life: bumped on every change of owner or config and on
     /// restart. Commands from a task carry it; a stale one is rejected (fencing).
     pub generation: u64,
+    /// The scheduler wants the unit elsewhere (format 4): its owner stops it, commits under
+    /// this generation and releases it ([`Command::Release`]); only then is it assigned again.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub revoked: bool,
 }
 
 /// The assignments of one connector.
@@ -421,6 +425,20 @@ pub enum Command {
         task: Option<u32>,
         worker: Option<NodeId>,
     },
+    /// Ask the owner of a unit to stop it, commit and release it, so that it can move without
+    /// a record written twice (format 4). Fenced by generation.
+    Revoke {
+        name: String,
+        task: Option<u32>,
+        generation: u64,
+    },
+    /// The owner stopped the unit and made its final commit under `generation`: the unit is
+    /// unassigned, to be assigned afresh (format 4). Fenced by generation.
+    Release {
+        name: String,
+        task: Option<u32>,
+        generation: u64,
+    },
     /// A status report from the runtime, fenced by generation.
     ReportStatus {
         name: String,
@@ -486,6 +504,7 @@ impl Command {
             {
                 3
             }
+            Command::Revoke { .. } | Command::Release { .. } => 4,
             Command::SetFeatureLevel { .. } | Command::RestoreState { .. } => 2,
             Command::Unsupported { format, .. } => *format,
             _ => crate::format::BASE_FORMAT,
@@ -507,6 +526,8 @@ impl Command {
             Command::RestartTask { .. } => "restart-task",
             Command::PutTaskConfigs { .. } => "put-task-configs",
             Command::Assign { .. } => "assign",
+            Command::Revoke { .. } => "revoke",
+            Command::Release { .. } => "release",
             Command::ReportStatus { .. } => "report-status",
             Command::CommitSinkOffsets { .. } => "commit-sink-offsets",
             Command::CommitSourceOffsets { .. } => "commit-source-offsets",
@@ -533,6 +554,8 @@ impl Command {
             | Command::RestartTask { name, .. }
             | Command::PutTaskConfigs { name, .. }
             | Command::Assign { name, .. }
+            | Command::Revoke { name, .. }
+            | Command::Release { name, .. }
             | Command::ReportStatus { name, .. }
             | Command::CommitSinkOffsets { name, .. }
             | Command::CommitSourceOffsets { name, .. }
@@ -790,6 +813,7 @@ impl ClusterState {
                 let assignment = Assignment {
                     worker: *worker,
                     generation,
+                    revoked: false,
                 };
                 let entry = self.assignments.entry(name.clone()).or_default();
                 match task {
@@ -806,6 +830,32 @@ impl ClusterState {
                     generation,
                 };
                 Ok(Outcome::Assigned { generation })
+            }
+            Command::Revoke {
+                name,
+                task,
+                generation,
+            } => {
+                self.check_generation(name, *task, *generation)?;
+                if let Some(a) = self.assignment_mut(name, *task) {
+                    a.revoked = true;
+                }
+                Ok(Outcome::Done)
+            }
+            Command::Release {
+                name,
+                task,
+                generation,
+            } => {
+                self.check_generation(name, *task, *generation)?;
+                if let Some(a) = self.assignment_mut(name, *task) {
+                    a.worker = None;
+                    a.revoked = false;
+                }
+                let status = self.status_mut(name, *task);
+                status.state = RunState::Unassigned;
+                status.worker = None;
+                Ok(Outcome::Done)
             }
             Command::ReportStatus {
                 name,
@@ -992,6 +1042,7 @@ impl ClusterState {
                 let assignment = Assignment {
                     worker: None,
                     generation,
+                    revoked: false,
                 };
                 match task {
                     Some(task) => {
@@ -1184,6 +1235,14 @@ impl ClusterState {
             });
         }
         Ok(())
+    }
+
+    fn assignment_mut(&mut self, name: &str, task: Option<u32>) -> Option<&mut Assignment> {
+        let entry = self.assignments.get_mut(name)?;
+        match task {
+            Some(task) => entry.tasks.get_mut(&task),
+            None => entry.connector.as_mut(),
+        }
     }
 
     fn status_mut(&mut self, name: &str, task: Option<u32>) -> &mut Status {

@@ -32,6 +32,8 @@ use std::sync::Arc;
 
 /// How long a bootstrap probe of a peer may take.
 const PROBE_TIMEOUT: Duration = Duration::from_secs(1);
+/// How long a stopping leader waits for what it released to be assigned elsewhere.
+const HANDOVER: Duration = Duration::from_secs(2);
 /// How long a stopping node waits for clients and peers to close their connections.
 const SERVER_DRAIN: Duration = Duration::from_secs(2);
 
@@ -112,22 +114,28 @@ pub async fn run(config: ClusterConfig, mut shutdown: watch::Receiver<bool>) -> 
         bootstrap_servers: k.bootstrap_servers.clone(),
         properties: k.properties.clone(),
     });
+    let graceful = Duration::from_millis(config.worker.task_shutdown_graceful_timeout_ms);
     let timing = scheduler::Timing {
         worker_timeout: Duration::from_millis(config.worker.timeout_ms),
         rebalance_delay: Duration::from_millis(config.worker.rebalance_delay_ms),
+        graceful_shutdown: graceful,
     };
+    // The scheduler, the healer and the lease outlive the runtime: while this node's units
+    // stop, commit and release themselves, it still heartbeats (their commits need the lease)
+    // and, if it leads, still assigns what they released to the other workers.
+    let (after_units_tx, after_units) = watch::channel(false);
     let scheduler = tokio::spawn(scheduler::run(
         node.clone(),
         plugins.clone(),
         kafka.clone(),
         timing,
-        shutdown.clone(),
+        after_units.clone(),
     ));
 
     let healer = tokio::spawn(ferry_meta::heal::run(
         node.clone(),
         config.heal_settings(),
-        shutdown.clone(),
+        after_units.clone(),
     ));
 
     let (lease_tx, lease_rx) = watch::channel(None);
@@ -140,7 +148,7 @@ pub async fn run(config: ClusterConfig, mut shutdown: watch::Receiver<bool>) -> 
         node.clone(),
         lease_state.clone(),
         lease_tx,
-        shutdown.clone(),
+        after_units.clone(),
     ));
     let runtime = tokio::spawn(
         Runtime::new(
@@ -157,7 +165,7 @@ pub async fn run(config: ClusterConfig, mut shutdown: watch::Receiver<bool>) -> 
             },
             lease_state,
         )
-        .run(lease_rx, shutdown.clone()),
+        .run(lease_rx, shutdown.clone(), graceful),
     );
 
     let boot = {
@@ -175,10 +183,12 @@ pub async fn run(config: ClusterConfig, mut shutdown: watch::Receiver<bool>) -> 
     let _ = shutdown.wait_for(|stop| *stop).await;
     info!("shutting down");
     boot.abort();
+    let _ = runtime.await;
+    handed_over(&node, HANDOVER).await;
+    after_units_tx.send_replace(true);
     let _ = scheduler.await;
     let _ = healer.await;
     let _ = lease.await;
-    let _ = runtime.await;
     peer_stop_tx.send_replace(true);
     raft_watch.abort();
     for (what, mut task) in [("peer", peer_task), ("api", api_task)] {
@@ -217,6 +227,36 @@ fn incoming(
 
 async fn signalled(mut shutdown: watch::Receiver<bool>) {
     let _ = shutdown.wait_for(|stop| *stop).await;
+}
+
+/// On a leader that is stopping: wait, at most `bound`, until its scheduler has assigned what
+/// this node released to other workers (a successor would first wait a worker timeout).
+async fn handed_over(node: &MetaNode, bound: Duration) {
+    let me = node.id();
+    let mut applied = node.state().applied();
+    let waited = tokio::time::timeout(bound, async {
+        loop {
+            let placed = {
+                let state = &node.state().read().state;
+                state.assignments.values().all(|a| {
+                    a.connector
+                        .iter()
+                        .chain(a.tasks.values())
+                        .all(|a| a.worker.is_some_and(|w| w != me))
+                })
+            };
+            if node.leader() != Some(me) || placed {
+                return;
+            }
+            if applied.changed().await.is_err() {
+                return;
+            }
+        }
+    })
+    .await;
+    if waited.is_err() {
+        warn!("stopping before every released unit was assigned elsewhere");
+    }
 }
 
 /// Sleep, or return `false` early if the node is shutting down.

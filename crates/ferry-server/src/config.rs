@@ -172,6 +172,14 @@ pub struct WorkerSettings {
     /// Connect's `scheduled.rebalance.max.delay.ms`, but seconds rather than minutes.
     #[serde(default = "WorkerSettings::default_rebalance_delay_ms")]
     pub rebalance_delay_ms: u64,
+    /// How long a unit asked to stop has to make its final commit (ms), when it moves or its
+    /// node stops: Kafka Connect's `task.shutdown.graceful.timeout.ms`. A unit revoked for a
+    /// move that has not released itself by then moves anyway, under a new generation.
+    #[serde(default = "WorkerSettings::default_task_shutdown_graceful_timeout_ms")]
+    pub task_shutdown_graceful_timeout_ms: u64,
+    /// A node told to stop (SIGTERM) exits within this time (ms), whatever is still running.
+    #[serde(default = "WorkerSettings::default_shutdown_timeout_ms")]
+    pub shutdown_timeout_ms: u64,
     /// How often tasks commit their offsets (ms): Kafka Connect's `offset.flush.interval.ms`.
     #[serde(default = "WorkerSettings::default_offset_flush_interval_ms")]
     pub offset_flush_interval_ms: u64,
@@ -207,6 +215,12 @@ impl WorkerSettings {
     const fn default_offset_flush_interval_ms() -> u64 {
         60_000
     }
+    const fn default_task_shutdown_graceful_timeout_ms() -> u64 {
+        5000
+    }
+    const fn default_shutdown_timeout_ms() -> u64 {
+        30_000
+    }
 }
 
 impl Default for WorkerSettings {
@@ -216,6 +230,8 @@ impl Default for WorkerSettings {
             timeout_ms: Self::default_timeout_ms(),
             rebalance_delay_ms: Self::default_rebalance_delay_ms(),
             offset_flush_interval_ms: Self::default_offset_flush_interval_ms(),
+            task_shutdown_graceful_timeout_ms: Self::default_task_shutdown_graceful_timeout_ms(),
+            shutdown_timeout_ms: Self::default_shutdown_timeout_ms(),
             commit_consumer_group: false,
             test_disable_lease: false,
             test_panic_connector: None,
@@ -378,6 +394,12 @@ impl ClusterConfig {
         }
         if worker.offset_flush_interval_ms == 0 {
             problems.push("worker.offset_flush_interval_ms must be positive".into());
+        }
+        if worker.shutdown_timeout_ms <= worker.task_shutdown_graceful_timeout_ms {
+            problems.push(format!(
+                "worker.shutdown_timeout_ms ({}) must be more than worker.task_shutdown_graceful_timeout_ms ({}): units are given that long to stop within the node's shutdown",
+                worker.shutdown_timeout_ms, worker.task_shutdown_graceful_timeout_ms
+            ));
         }
         for problem in ferry_connect::converter::check_worker_converters(&worker.converters) {
             problems.push(format!("worker.converters: {problem}"));

@@ -80,11 +80,13 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    let bound = std::time::Duration::from_millis(config.worker.shutdown_timeout_ms);
     runtime.block_on(async move {
         let (stop_tx, stop_rx) = watch::channel(false);
         tokio::spawn(async move {
             wait_for_signal().await;
             let _ = stop_tx.send(true);
+            exit_after(bound);
         });
         match boot::run(config, stop_rx).await {
             Ok(()) => ExitCode::SUCCESS,
@@ -95,6 +97,29 @@ fn main() -> ExitCode {
             }
         }
     })
+}
+
+/// Told to stop: whatever still runs after `bound` (a unit that does not stop, a connection
+/// that does not close) is abandoned and the process exits, from a thread of its own so that
+/// nothing stuck in the async runtime can hold it.
+fn exit_after(bound: std::time::Duration) {
+    let spawned = std::thread::Builder::new()
+        .name("shutdown-bound".into())
+        .spawn(move || {
+            std::thread::sleep(bound);
+            error!(
+                bound_ms = bound.as_millis() as u64,
+                "not stopped within [worker] shutdown_timeout_ms: exiting, abandoning what still runs"
+            );
+            eprintln!(
+                "ferryd: not stopped within {} ms ([worker] shutdown_timeout_ms): exiting",
+                bound.as_millis()
+            );
+            std::process::exit(1);
+        });
+    if let Err(e) = spawned {
+        error!(error = %e, "cannot bound the shutdown");
+    }
 }
 
 async fn wait_for_signal() {

@@ -79,6 +79,10 @@ impl LeaseState {
 pub struct Lease {
     settings: LeaseSettings,
     state: std::sync::Mutex<LeaseState>,
+    /// The node is stopping: heartbeats say so, and the leader gives it nothing new.
+    leaving: watch::Sender<bool>,
+    /// The leader acknowledged a heartbeat that said the node is leaving.
+    told: watch::Sender<bool>,
 }
 
 impl Lease {
@@ -86,7 +90,19 @@ impl Lease {
         Lease {
             settings,
             state: std::sync::Mutex::new(LeaseState::default()),
+            leaving: watch::channel(false).0,
+            told: watch::channel(false).0,
         }
+    }
+
+    /// Tell the leader, from the next heartbeat on (sent at once), that this node is stopping;
+    /// wait at most `timeout` for the leader to acknowledge it.
+    pub async fn leave(&self, timeout: Duration) -> bool {
+        self.leaving.send_replace(true);
+        let mut told = self.told.subscribe();
+        tokio::time::timeout(timeout, told.wait_for(|told| *told))
+            .await
+            .is_ok_and(|told| told.is_ok())
     }
 
     fn state(&self) -> LeaseState {
@@ -115,7 +131,8 @@ impl Lease {
     }
 }
 
-/// Heartbeat the leader until `shutdown`; publish the epoch of the lease while it is held.
+/// Heartbeat the leader until `shutdown` (after the runtime has stopped its units: their final
+/// commits need the lease); publish the epoch of the lease while it is held.
 pub async fn run(
     node: MetaNode,
     state: std::sync::Arc<Lease>,
@@ -123,13 +140,21 @@ pub async fn run(
     mut shutdown: watch::Receiver<bool>,
 ) {
     let settings = state.settings;
+    let mut leaving = state.leaving.subscribe();
     loop {
         let sent = Instant::now();
+        let left = *leaving.borrow_and_update();
         match node
-            .send_heartbeat(settings.heartbeat_interval.max(Duration::from_millis(200)))
+            .send_heartbeat(
+                settings.heartbeat_interval.max(Duration::from_millis(200)),
+                left,
+            )
             .await
         {
             Ok(reply) if reply.acked => {
+                if left {
+                    state.told.send_replace(true);
+                }
                 // Taking the lease afresh: first apply as far as the leader had, so that the
                 // tasks started under it are the ones the leader assigns now, not the ones this
                 // worker ran before it went away.
@@ -148,13 +173,14 @@ pub async fn run(
         if *lease.borrow() != now_held {
             match now_held {
                 Some(epoch) => info!(epoch, "lease held: running assigned tasks"),
-                None => warn!("lease lost (no acknowledged heartbeat): stopping tasks"),
+                None => warn!("lease lost (no acknowledged heartbeat): units frozen"),
             }
             lease.send_replace(now_held);
         }
         let wait = settings.heartbeat_interval.saturating_sub(sent.elapsed());
         tokio::select! {
             _ = tokio::time::sleep(wait) => {}
+            _ = leaving.changed() => {}
             _ = shutdown.wait_for(|stop| *stop) => return,
         }
     }

@@ -8,16 +8,13 @@ use std::time::Duration;
 
 use ferry_connect::plugin::{find, TaskFactory};
 use ferry_connect::PluginDesc;
-use ferry_meta::state::{TargetState, TopicPartitionRef};
-use ferry_meta::{ClusterState, MetaNode, NodeId};
-use tokio::sync::watch;
+use ferry_meta::state::{Command, TargetState, TopicPartitionRef};
+use ferry_meta::{ClusterState, MetaNode, NodeId, Request};
+use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
 use tracing::{debug, info, warn};
 
 use crate::unit::{RuntimeSettings, UnitCtx};
-
-/// How long a stopping worker waits for its units to finish (final commits included).
-const UNITS_STOP: Duration = Duration::from_secs(12);
 
 type Key = (String, Option<u32>);
 
@@ -33,21 +30,44 @@ struct Spec {
 
 struct Running {
     spec: Spec,
-    /// The lease epoch it was started in.
-    epoch: u64,
+    /// The lease epoch it acts under (see `UnitCtx::epoch`): `None` while frozen.
+    epoch: watch::Sender<Option<u64>>,
     control: watch::Sender<TargetState>,
     stop: watch::Sender<bool>,
     handle: JoinHandle<()>,
 }
 
-/// The units assigned to `me`, with their specs and target states.
+/// The units assigned to `me` that it is to release: revoked ones, or every one when it is
+/// leaving; with the generation each is released under.
+fn to_release(state: &ClusterState, me: NodeId, leaving: bool) -> BTreeMap<Key, u64> {
+    let mut out = BTreeMap::new();
+    for (name, assignment) in &state.assignments {
+        let units = assignment
+            .connector
+            .iter()
+            .map(|a| (None, a))
+            .chain(assignment.tasks.iter().map(|(t, a)| (Some(*t), a)));
+        for (task, a) in units {
+            if a.worker == Some(me) && (leaving || a.revoked) {
+                out.insert((name.clone(), task), a.generation);
+            }
+        }
+    }
+    out
+}
+
+/// The units assigned to `me`, with their specs and target states; a revoked unit is not (its
+/// owner stops it, commits and releases it).
 fn desired(state: &ClusterState, me: NodeId) -> BTreeMap<Key, (Spec, TargetState)> {
     let mut out = BTreeMap::new();
     for (name, assignment) in &state.assignments {
         let Some(connector) = state.connectors.get(name) else {
             continue;
         };
-        if let Some(a) = assignment.connector.filter(|a| a.worker == Some(me)) {
+        if let Some(a) = assignment
+            .connector
+            .filter(|a| a.worker == Some(me) && !a.revoked)
+        {
             let spec = Spec {
                 generation: a.generation,
                 version: connector.version,
@@ -60,7 +80,7 @@ fn desired(state: &ClusterState, me: NodeId) -> BTreeMap<Key, (Spec, TargetState
             continue;
         }
         for (task, a) in &assignment.tasks {
-            if a.worker != Some(me) {
+            if a.worker != Some(me) || a.revoked {
                 continue;
             }
             if *task as usize >= connector.task_count() {
@@ -90,8 +110,13 @@ pub struct Runtime {
     lease: Arc<crate::lease::Lease>,
     running: BTreeMap<Key, Running>,
     /// Units told to stop and still finishing (a final commit, closing files): the next run of
-    /// the same unit waits for them, so two runs never write at once.
+    /// the same unit waits for them, so two runs never write at once; a revoked one is
+    /// released once it has finished.
     stopping: BTreeMap<Key, JoinHandle<()>>,
+    /// Releases being written.
+    releasing: BTreeMap<Key, JoinHandle<()>>,
+    /// Wakes the reconciler when a stopping unit or a release has finished.
+    finished: (mpsc::UnboundedSender<()>, mpsc::UnboundedReceiver<()>),
 }
 
 impl Runtime {
@@ -108,64 +133,92 @@ impl Runtime {
             lease,
             running: BTreeMap::new(),
             stopping: BTreeMap::new(),
+            releasing: BTreeMap::new(),
+            finished: mpsc::unbounded_channel(),
         }
     }
 
-    /// Reconcile until `shutdown`; then stop every unit and wait for them.
+    /// Reconcile until `shutdown`; then leave: tell the leader, stop every unit (each makes
+    /// its final commit) and release it, so that it moves without a record written twice —
+    /// within `graceful` (Kafka Connect's `task.shutdown.graceful.timeout.ms`), after which
+    /// what has not stopped is abandoned (its records since its last commit are delivered
+    /// again by its next owner).
     pub async fn run(
         mut self,
         mut lease: watch::Receiver<Option<u64>>,
         mut shutdown: watch::Receiver<bool>,
+        graceful: Duration,
     ) {
         let mut applied = self.node.state().applied();
         loop {
-            self.reconcile(*lease.borrow_and_update());
+            self.reconcile(*lease.borrow_and_update(), false);
             tokio::select! {
                 changed = applied.changed() => if changed.is_err() { break },
                 changed = lease.changed() => if changed.is_err() { break },
+                _ = self.finished.1.recv() => {}
                 _ = tokio::time::sleep(Duration::from_millis(500)) => {}
                 _ = shutdown.wait_for(|s| *s) => break,
             }
         }
-        info!(units = self.running.len(), "stopping every unit");
-        // All at once, under one bound: a unit whose final commit cannot complete must not hold
-        // up the others, nor the node's exit.
-        let mut handles: Vec<_> = std::mem::take(&mut self.running)
-            .into_values()
-            .map(|running| {
-                running.stop.send_replace(true);
-                running.handle
-            })
-            .collect();
-        handles.extend(std::mem::take(&mut self.stopping).into_values());
-        let count = handles.len();
-        if tokio::time::timeout(UNITS_STOP, futures::future::join_all(handles))
-            .await
-            .is_err()
-        {
-            warn!(
-                units = count,
-                waited_ms = UNITS_STOP.as_millis() as u64,
-                "not every unit stopped in time: leaving the rest (their uncommitted records are delivered again)"
-            );
+        let deadline = tokio::time::Instant::now() + graceful;
+        info!(
+            units = self.running.len(),
+            "leaving: stopping every unit, committing and releasing it"
+        );
+        if !self.lease.leave(graceful / 4).await {
+            warn!("the leader did not acknowledge that this node is leaving");
         }
+        loop {
+            self.reconcile(*lease.borrow_and_update(), true);
+            if self.running.is_empty()
+                && self.stopping.is_empty()
+                && self.releasing.is_empty()
+                && to_release(&self.node.state().read().state, self.node.id(), true).is_empty()
+            {
+                info!("every unit stopped and released");
+                return;
+            }
+            tokio::select! {
+                _ = applied.changed() => {}
+                _ = lease.changed() => {}
+                _ = self.finished.1.recv() => {}
+                _ = tokio::time::sleep(Duration::from_millis(100)) => {}
+                _ = tokio::time::sleep_until(deadline) => break,
+            }
+        }
+        warn!(
+            units = self.stopping.len(),
+            waited_ms = graceful.as_millis() as u64,
+            "not every unit stopped and released in time (task.shutdown.graceful.timeout.ms): leaving the rest (their uncommitted records are delivered again)"
+        );
     }
 
-    fn reconcile(&mut self, lease: Option<u64>) {
-        let (desired, epoch) = match lease {
-            Some(epoch) => {
-                let applied = self.node.state().read();
-                (desired(&applied.state, self.node.id()), epoch)
+    fn reconcile(&mut self, lease: Option<u64>, leaving: bool) {
+        self.stopping.retain(|_, handle| !handle.is_finished());
+        self.releasing.retain(|_, handle| !handle.is_finished());
+        let Some(epoch) = lease else {
+            // The lease lapsed: freeze every unit where it stands. None stops or starts: once
+            // the lease is taken again, those whose assignment did not change resume.
+            for running in self.running.values() {
+                running.epoch.send_if_modified(|e| e.take().is_some());
             }
-            None => (BTreeMap::new(), 0),
+            return;
         };
-        // Stop what is no longer ours, runs with an old spec, or under a lease that lapsed.
+        let (desired, releases) = {
+            let applied = self.node.state().read();
+            let me = self.node.id();
+            let desired = if leaving {
+                BTreeMap::new()
+            } else {
+                desired(&applied.state, me)
+            };
+            (desired, to_release(&applied.state, me, leaving))
+        };
+        // Stop what is no longer ours or runs with an old spec.
         let stale: Vec<Key> = self
             .running
             .iter()
-            .filter(|(key, r)| {
-                r.epoch != epoch || desired.get(*key).map(|(spec, _)| spec) != Some(&r.spec)
-            })
+            .filter(|(key, r)| desired.get(*key).map(|(spec, _)| spec) != Some(&r.spec))
             .map(|(key, _)| key.clone())
             .collect();
         for key in stale {
@@ -173,12 +226,43 @@ impl Runtime {
                 debug!(connector = %key.0, task = ?key.1, "stopping unit");
                 running.stop.send_replace(true);
                 // It finishes on its own (final commit, which is fenced if it moved).
-                self.stopping.insert(key, running.handle);
+                let finished = self.finished.0.clone();
+                let handle = running.handle;
+                self.stopping.insert(
+                    key,
+                    tokio::spawn(async move {
+                        let _ = handle.await;
+                        let _ = finished.send(());
+                    }),
+                );
             }
         }
-        self.stopping.retain(|_, handle| !handle.is_finished());
+        // Release what was revoked (or everything, leaving) once it has stopped.
+        for (key, generation) in releases {
+            if self.running.contains_key(&key)
+                || self.stopping.contains_key(&key)
+                || self.releasing.contains_key(&key)
+            {
+                continue;
+            }
+            let handle = tokio::spawn(release(
+                self.node.clone(),
+                key.clone(),
+                generation,
+                self.finished.0.clone(),
+            ));
+            self.releasing.insert(key, handle);
+        }
         for (key, (spec, target)) in desired {
             if let Some(running) = self.running.get(&key) {
+                running.epoch.send_if_modified(|e| {
+                    let resumed = *e != Some(epoch);
+                    if resumed {
+                        info!(connector = %key.0, task = ?key.1, epoch, "assignment unchanged under the new lease: resuming unit");
+                    }
+                    *e = Some(epoch);
+                    resumed
+                });
                 running.control.send_if_modified(|t| {
                     let changed = *t != target;
                     *t = target;
@@ -198,6 +282,7 @@ impl Runtime {
 
     fn start(&self, key: &Key, spec: Spec, target: TargetState, epoch: u64) -> Option<Running> {
         let (name, task) = key;
+        let (epoch, epoch_rx) = watch::channel(Some(epoch));
         let (plugin, config, task_config) = {
             let applied = self.node.state().read();
             let connector = applied.state.connectors.get(name)?;
@@ -224,7 +309,7 @@ impl Runtime {
             partitions: spec.partitions.clone(),
             settings: self.settings.clone(),
             lease: self.lease.clone(),
-            lease_epoch: epoch,
+            epoch: epoch_rx,
         };
         info!(unit = %ctx.label(), generation = spec.generation, "starting unit");
         let (control, control_rx) = watch::channel(target);
@@ -247,6 +332,26 @@ impl Runtime {
             handle,
         })
     }
+}
+
+/// Release a unit that has stopped (its final commit is in), so that the leader can assign it
+/// elsewhere at once. Fenced if it moved meanwhile; retried on the next pass if not written.
+async fn release(node: MetaNode, key: Key, generation: u64, finished: mpsc::UnboundedSender<()>) {
+    let (name, task) = key;
+    let request = Request::new(
+        uuid::Uuid::new_v4().to_string(),
+        Command::Release {
+            name: name.clone(),
+            task,
+            generation,
+        },
+    );
+    match node.commit_answer(request).await {
+        Ok(Ok(_)) => info!(connector = %name, task = ?task, generation, "released"),
+        Ok(Err(rejected)) => debug!(connector = %name, task = ?task, %rejected, "not released"),
+        Err(e) => warn!(connector = %name, task = ?task, error = %e, "cannot release; retrying"),
+    }
+    let _ = finished.send(());
 }
 
 /// Run a unit as a task of its own. A panic inside it (a bug in a connector, a converter or the

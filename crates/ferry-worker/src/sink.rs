@@ -219,6 +219,8 @@ impl SinkLoop {
     async fn put(&mut self, batch: Batch) -> Result<(), Failure> {
         let mut rewound = HashSet::new();
         if !batch.records.is_empty() {
+            // The lease may have lapsed while the batch was taken.
+            self.ctx.resumed().await?;
             self.reporter.begin(batch.held);
             let put = self.put_records(batch.records, &mut rewound).await;
             // A record reported under errors.tolerance=none fails the task even if the task
@@ -366,6 +368,9 @@ impl SinkLoop {
             if *stop.borrow() {
                 return Ok(());
             }
+            // Frozen while the lease is lapsed: nothing consumed, written or committed, and
+            // everything kept (consumer position, open files) for when it is held again.
+            self.ctx.resumed().await?;
             let target = *control.borrow_and_update();
             if reported != Some(target) {
                 debug!(task = %self.ctx.label(), target = target.as_str(), "target state");

@@ -335,6 +335,8 @@ impl SourceLoop {
             if *stop.borrow() {
                 return Ok(());
             }
+            // Frozen while the lease is lapsed: nothing polled, sent or committed.
+            self.ctx.resumed().await?;
             let target = *control.borrow_and_update();
             if reported != Some(target) {
                 if target == TargetState::Stopped {

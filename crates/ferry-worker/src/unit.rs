@@ -12,9 +12,13 @@ use ferry_connect::task::{CommitOutcome, OffsetReader, Props, SinkCommit, SinkCo
 use ferry_connect::{ConnectError, PluginDesc, TopicPartition};
 use ferry_meta::state::{Command, Outcome, RunState, TargetState, TopicPartitionRef};
 use ferry_meta::{MetaNode, Rejection, Request};
-use tracing::{debug, warn};
+use tracing::{debug, info, warn};
 
 use crate::kafka::KafkaSettings;
+
+/// How often a frozen unit looks at its lease again (the lease can come back in the same
+/// epoch without the runtime noticing that it lapsed).
+const FROZEN_CHECK: Duration = Duration::from_millis(50);
 
 /// Runtime settings shared by every unit of a worker.
 #[derive(Clone, Debug)]
@@ -65,8 +69,10 @@ pub struct UnitCtx {
     pub partitions: Vec<TopicPartitionRef>,
     pub settings: Arc<RuntimeSettings>,
     pub lease: Arc<crate::lease::Lease>,
-    /// The lease epoch this unit was started in: it may commit only while that lease lasts.
-    pub lease_epoch: u64,
+    /// The lease epoch this unit may act under, set by the runtime: the one it started in, or
+    /// a later one it was resumed in after the lease lapsed and was taken again with its
+    /// assignment unchanged; `None` while frozen. Closed once the runtime let the unit go.
+    pub epoch: tokio::sync::watch::Receiver<Option<u64>>,
 }
 
 impl UnitCtx {
@@ -115,20 +121,46 @@ impl UnitCtx {
         })
     }
 
-    /// Before committing: is the ownership lease still held? If not, the unit stops without
-    /// committing (the leader may have given its work to another worker already).
-    pub fn check_lease(&self) -> Result<(), Failure> {
-        if self.lease.held_in(self.lease_epoch) {
-            Ok(())
-        } else {
-            warn!(unit = %self.label(), "lease lost: stopping without committing");
-            Err(Failure::Fenced)
+    /// Whether this unit may write and commit now: the lease it acts under is held. Checked
+    /// synchronously, right before acting: after a pause of the process (SIGSTOP, a long
+    /// stall) the clock has moved on and the lease is seen lapsed before anything else runs.
+    pub fn acting(&self) -> bool {
+        self.epoch
+            .borrow()
+            .is_some_and(|epoch| self.lease.held_in(epoch))
+    }
+
+    /// Wait while the unit is frozen (its lease lapsed): `Ok` once it may act again, resumed
+    /// by the runtime under a new lease; `Fenced` if the runtime let it go meanwhile (it moved,
+    /// or its node stops) — it then stops without writing or committing anything more.
+    pub async fn resumed(&self) -> Result<(), Failure> {
+        let mut epoch = self.epoch.clone();
+        let mut said = false;
+        loop {
+            if self.acting() {
+                if said {
+                    info!(unit = %self.label(), "lease held again: resuming");
+                }
+                return Ok(());
+            }
+            if !said {
+                warn!(unit = %self.label(), "lease lapsed: frozen (no writes, no commits) until it is held again");
+                said = true;
+            }
+            tokio::select! {
+                changed = epoch.changed() => if changed.is_err() && !self.acting() {
+                    info!(unit = %self.label(), "let go while frozen: stopping without committing");
+                    return Err(Failure::Fenced);
+                },
+                _ = tokio::time::sleep(FROZEN_CHECK) => {}
+            }
         }
     }
 
-    /// Commit offsets: only while the lease is held, refused (fenced) for a stale generation.
+    /// Commit offsets: only under a held lease (waiting while frozen), refused (fenced) for a
+    /// stale generation.
     pub async fn commit(&self, command: Command) -> Result<(), Failure> {
-        self.check_lease()?;
+        self.resumed().await?;
         self.write(command).await.map(|_| ())
     }
 
@@ -245,7 +277,7 @@ impl SinkCommitter for RaftCommitter {
             .ctx
             .task
             .ok_or_else(|| ConnectError::fatal("a connector instance cannot commit offsets"))?;
-        if self.ctx.check_lease().is_err() {
+        if self.ctx.resumed().await.is_err() {
             return Ok(CommitOutcome::Fenced);
         }
         let outcome = self

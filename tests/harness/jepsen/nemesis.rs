@@ -34,13 +34,19 @@ pub enum Nemesis {
     /// limit raised for it) while the workload runs, waits for all of them in status, then
     /// deletes it: the leader's term, the sink's generations and every lease must not notice.
     BigConfig,
-    /// A random one of the faults, fault after fault (not `big-config`, a load of its own).
+    /// Every node, the leader included, stopped with SIGTERM and started again, one at a time,
+    /// twice over, each down longer than the worker timeout, under a load of 1,000 records/s
+    /// with Kafka Connect's default `offset.flush.interval.ms`: planned changes, which must
+    /// write no record twice and leave the tasks of the nodes not restarted alone.
+    RollingRestart,
+    /// A random one of the faults, fault after fault (not `big-config` nor `rolling-restart`,
+    /// rounds of their own).
     Combined,
 }
 
 impl Nemesis {
     /// Every nemesis; `combined` is the last.
-    pub const ALL: [Nemesis; 11] = [
+    pub const ALL: [Nemesis; 12] = [
         Nemesis::KillRandom,
         Nemesis::KillLeader,
         Nemesis::Pause,
@@ -51,6 +57,7 @@ impl Nemesis {
         Nemesis::Wipe,
         Nemesis::Rollback,
         Nemesis::BigConfig,
+        Nemesis::RollingRestart,
         Nemesis::Combined,
     ];
 
@@ -66,6 +73,7 @@ impl Nemesis {
             Nemesis::Wipe => "wipe",
             Nemesis::Rollback => "rollback",
             Nemesis::BigConfig => "big-config",
+            Nemesis::RollingRestart => "rolling-restart",
             Nemesis::Combined => "combined",
         }
     }
@@ -74,10 +82,15 @@ impl Nemesis {
     pub fn draw(self, rng: &mut Rng) -> Nemesis {
         match self {
             Nemesis::Combined => {
-                // Every fault but itself and `big-config` (a load of its own).
+                // Every fault but itself and the rounds of their own.
                 let drawn: Vec<Nemesis> = Self::ALL
                     .into_iter()
-                    .filter(|n| !matches!(n, Nemesis::BigConfig | Nemesis::Combined))
+                    .filter(|n| {
+                        !matches!(
+                            n,
+                            Nemesis::BigConfig | Nemesis::RollingRestart | Nemesis::Combined
+                        )
+                    })
                     .collect();
                 *rng.pick(&drawn).unwrap_or(&Nemesis::KillRandom)
             }
@@ -139,11 +152,11 @@ mod tests {
     use super::*;
 
     #[test]
-    fn names_parse_back_and_combined_draws_every_single_fault_but_the_big_config() {
+    fn names_parse_back_and_combined_draws_every_single_fault_but_the_rounds_of_their_own() {
         for n in Nemesis::ALL {
             assert_eq!(n.name().parse::<Nemesis>(), Ok(n));
         }
-        assert_eq!(parse_list("all").map(|l| l.len()), Ok(11));
+        assert_eq!(parse_list("all").map(|l| l.len()), Ok(12));
         assert_eq!(
             parse_list("pause,kill-leader"),
             Ok(vec![Nemesis::Pause, Nemesis::KillLeader])
@@ -155,5 +168,9 @@ mod tests {
         assert_eq!(drawn.len(), 9, "{drawn:?}");
         assert!(!drawn.contains(&Nemesis::Combined));
         assert!(!drawn.contains(&Nemesis::BigConfig), "a load of its own");
+        assert!(
+            !drawn.contains(&Nemesis::RollingRestart),
+            "a round of its own"
+        );
     }
 }

@@ -30,6 +30,10 @@ pub const SINK: &str = "sink";
 const BOOT: Duration = Duration::from_secs(60);
 /// How long a fault may last past its hold time while the sink's tasks have not recovered.
 const RECOVERY: Duration = Duration::from_secs(30);
+/// How long each node stays down in a rolling restart: longer than its worker timeout (5 s).
+const ROLLING_DOWN: Duration = Duration::from_millis(6500);
+/// Within how long a node stops on SIGTERM: `[worker] shutdown_timeout_ms`'s default.
+const ROLLING_STOP_BOUND: Duration = Duration::from_secs(30);
 
 /// The sinks the matrix runs, every one that exists.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -219,14 +223,17 @@ pub struct Scenario {
 
 impl Scenario {
     pub fn new(nemesis: Nemesis, sink: Sink, seed: u64, duration: Duration) -> Scenario {
+        let rolling = nemesis == Nemesis::RollingRestart;
         Scenario {
             nemesis,
             sink,
             seed,
             duration,
-            rate: 300,
+            // A rolling restart runs under the issue's load, with a task more per node than
+            // its connector instance, so that every node runs sink tasks.
+            rate: if rolling { 1000 } else { 300 },
             partitions: 6,
-            tasks: 3,
+            tasks: if rolling { 6 } else { 3 },
             clients: 3,
             lease: true,
             big_tasks: 2000,
@@ -270,6 +277,8 @@ pub struct Summary {
     pub panics: Vec<String>,
     /// What the `big-config` rounds saw.
     pub big: Vec<BigRound>,
+    /// Whether a rolling restart ran, and what it saw that planned changes must not cause.
+    pub rolling: Option<Vec<String>>,
     pub elapsed: Duration,
 }
 
@@ -397,6 +406,15 @@ impl Summary {
                         })
                         .collect::<Vec<_>>()
                         .join(" | ")
+                },
+            ),
+            (
+                "planned restarts",
+                self.rolling.as_ref().is_none_or(Vec::is_empty),
+                match &self.rolling {
+                    None => "no rolling restart in this run".to_string(),
+                    Some(problems) if problems.is_empty() => "every node stopped within its bound; the tasks of the nodes not restarted kept their workers and generations".to_string(),
+                    Some(problems) => problems.join("; "),
                 },
             ),
             (
@@ -548,6 +566,7 @@ struct Nemeses<'a> {
     rejoins: Vec<String>,
     big_tasks: usize,
     big: Vec<BigRound>,
+    rolling: Option<Vec<String>>,
     /// Holds the config clients' writes.
     hold: Arc<WriteHold>,
 }
@@ -713,6 +732,116 @@ impl Nemeses<'_> {
     /// A connector with `big_tasks` tasks created and deleted under load: the leader keeps its
     /// term, the sink's tasks their generations, every worker its lease, and no idle task
     /// opens a Kafka client.
+    /// The sink's tasks as the first of `ask` that answers sees them: task → (worker,
+    /// generation).
+    fn sink_tasks(&self, ask: &[u64]) -> BTreeMap<u32, (String, u64)> {
+        ask.iter()
+            .find_map(|id| self.probe.tasks(&api(self.cluster, *id), SINK))
+            .unwrap_or_default()
+            .into_iter()
+            .map(|t| (t.task, (t.worker, t.generation)))
+            .collect()
+    }
+
+    /// Every node, the leader included, stopped with SIGTERM and started again, one at a
+    /// time, twice over; each stays down longer than the worker timeout. The config clients'
+    /// writes are held meanwhile (a connector they create would rebalance the sink's tasks).
+    fn rolling_round(&mut self) {
+        self.hold.hold();
+        let mut problems = Vec::new();
+        let mut stops = Vec::new();
+        for pass in 1..=2 {
+            for victim in live(self.cluster, &self.removed) {
+                let others: Vec<u64> = live(self.cluster, &self.removed)
+                    .into_iter()
+                    .filter(|id| *id != victim)
+                    .collect();
+                let victim_api = api(self.cluster, victim);
+                let before = self.sink_tasks(&others);
+                let was_leader = leader(self.cluster, &self.probe, &others) == Some(victim);
+                let t0 = Instant::now();
+                self.cluster.stop(victim);
+                stops.push(t0.elapsed());
+                if t0.elapsed() > ROLLING_STOP_BOUND {
+                    problems.push(format!(
+                        "node {victim} took {} ms to stop on SIGTERM (bound {} ms)",
+                        t0.elapsed().as_millis(),
+                        ROLLING_STOP_BOUND.as_millis()
+                    ));
+                }
+                while t0.elapsed() < ROLLING_DOWN {
+                    std::thread::sleep(Duration::from_millis(100));
+                }
+                let down = self.sink_tasks(&others);
+                self.cluster.start(victim);
+                let back = Instant::now();
+                let mut workers: BTreeSet<String> =
+                    others.iter().map(|id| api(self.cluster, *id)).collect();
+                workers.insert(victim_api.clone());
+                let rebalanced = loop {
+                    let ask = live(self.cluster, &self.removed);
+                    let settled = settled(
+                        self.cluster,
+                        &self.probe,
+                        &ask,
+                        &[SINK.to_string()],
+                        &workers,
+                    )
+                    .is_empty();
+                    let takes_part = self
+                        .sink_tasks(&others)
+                        .values()
+                        .any(|(worker, _)| *worker == victim_api);
+                    if settled && takes_part {
+                        break Some(back.elapsed());
+                    }
+                    if back.elapsed() > RECOVERY {
+                        break None;
+                    }
+                    std::thread::sleep(Duration::from_millis(100));
+                };
+                let after = self.sink_tasks(&others);
+                for (task, (worker, generation)) in &before {
+                    if *worker == victim_api {
+                        continue;
+                    }
+                    if down.get(task) != Some(&(worker.clone(), *generation)) {
+                        problems.push(format!(
+                            "while node {victim} was down, task {task} on {worker} (generation {generation}) became {:?}",
+                            down.get(task)
+                        ));
+                    }
+                    match after.get(task) {
+                        Some((w, g)) if w == worker && g != generation => problems.push(format!(
+                            "task {task} stayed on {worker} but its generation went from {generation} to {g} as node {victim} restarted"
+                        )),
+                        _ => {}
+                    }
+                }
+                match rebalanced {
+                    Some(t) => say(format!(
+                        "NEMESIS rolling restart pass {pass}: node {victim}{} stopped in {} ms, down {} ms, running sink tasks again {} ms after its start",
+                        if was_leader { " (the leader)" } else { "" },
+                        stops.last().map_or(0, Duration::as_millis),
+                        ROLLING_DOWN.as_millis(),
+                        t.as_millis()
+                    )),
+                    None => problems.push(format!(
+                        "node {victim} did not run sink tasks again within {} s of its start",
+                        RECOVERY.as_secs()
+                    )),
+                }
+            }
+        }
+        self.hold.release();
+        self.faults.push(format!(
+            "rolling restart ({} stops, slowest {} ms)",
+            stops.len(),
+            stops.iter().max().map_or(0, Duration::as_millis)
+        ));
+        self.rolling = Some(problems);
+    }
+
     fn big_round(&mut self) {
         const BIG: &str = "big";
         const WIDE: &str = "wide";
@@ -882,6 +1011,9 @@ impl Nemeses<'_> {
         if kind == Nemesis::BigConfig {
             return self.big_round();
         }
+        if kind == Nemesis::RollingRestart {
+            return self.rolling_round();
+        }
         let running = live(self.cluster, &self.removed);
         let victim = if kind.targets_leader() {
             leader(self.cluster, &self.probe, &running)
@@ -916,7 +1048,11 @@ impl Nemeses<'_> {
                 });
                 self.cluster.add_node(via, target);
             }
-            Nemesis::Wipe | Nemesis::Rollback | Nemesis::BigConfig | Nemesis::Combined => {
+            Nemesis::Wipe
+            | Nemesis::Rollback
+            | Nemesis::BigConfig
+            | Nemesis::RollingRestart
+            | Nemesis::Combined => {
                 unreachable!(
                     "disk faults and the big config have their rounds; combined is drawn into \
                      single faults"
@@ -929,7 +1065,11 @@ impl Nemeses<'_> {
             Nemesis::Restart => format!("restart {victim}"),
             Nemesis::PartitionMajority | Nemesis::PartitionLeader => format!("isolate {victim}"),
             Nemesis::Membership => format!("add {target}, remove {target}"),
-            Nemesis::Wipe | Nemesis::Rollback | Nemesis::BigConfig | Nemesis::Combined => {
+            Nemesis::Wipe
+            | Nemesis::Rollback
+            | Nemesis::BigConfig
+            | Nemesis::RollingRestart
+            | Nemesis::Combined => {
                 unreachable!()
             }
         };
@@ -979,7 +1119,11 @@ impl Nemeses<'_> {
                 self.removed.insert(target);
                 self.cluster.stop(target);
             }
-            Nemesis::Wipe | Nemesis::Rollback | Nemesis::BigConfig | Nemesis::Combined => {
+            Nemesis::Wipe
+            | Nemesis::Rollback
+            | Nemesis::BigConfig
+            | Nemesis::RollingRestart
+            | Nemesis::Combined => {
                 unreachable!()
             }
         }
@@ -1006,6 +1150,8 @@ pub fn run(s: &Scenario) -> Summary {
     say(format!("SCENARIO {} starts", s.label()));
     let mut rng = Rng::new(s.seed);
     let kafka = Kafka::start(&[(TOPIC, s.partitions), (IDLE_TOPIC, 1), (IDLE_DLQ, 1)]);
+    let rolling = s.nemesis == Nemesis::RollingRestart;
+    let defaults = Settings::default();
     let settings = Settings {
         kafka: Some(kafka.bootstrap.clone()),
         proxied: true,
@@ -1013,12 +1159,24 @@ pub fn run(s: &Scenario) -> Summary {
         // The whole log stays: the single-owner checker replays it from the first entry.
         snapshot_logs: 10_000_000,
         logs_to_keep: 10_000_000,
+        // A rolling restart runs with Kafka Connect's default offset flush and Ferry's default
+        // worker timeout: a task restarted without its final commit writes a minute again.
+        offset_flush_ms: if rolling {
+            60_000
+        } else {
+            defaults.offset_flush_ms
+        },
+        worker_timeout_ms: if rolling {
+            5000
+        } else {
+            defaults.worker_timeout_ms
+        },
         limits: if s.nemesis == Nemesis::BigConfig {
             vec![("max_tasks_per_connector", s.big_tasks.max(s.tasks) as u64)]
         } else {
             Vec::new()
         },
-        ..Settings::default()
+        ..defaults
     };
     let mut cluster = Cluster::new(3, settings);
     cluster.start_all();
@@ -1092,6 +1250,7 @@ pub fn run(s: &Scenario) -> Summary {
         rejoins: Vec::new(),
         big_tasks: s.big_tasks,
         big: Vec::new(),
+        rolling: None,
         hold: plan.hold.clone(),
     };
     loop {
@@ -1103,12 +1262,13 @@ pub fn run(s: &Scenario) -> Summary {
         let kind = s.nemesis.draw(&mut nemeses.rng);
         nemeses.round(kind);
     }
-    let (faults, failovers, removed, rejoins, big) = (
+    let (faults, failovers, removed, rejoins, big, rolling) = (
         nemeses.faults,
         nemeses.failovers,
         nemeses.removed,
         nemeses.rejoins,
         nemeses.big,
+        nemeses.rolling,
     );
     let healed = Instant::now();
     for c in clients {
@@ -1197,7 +1357,8 @@ pub fn run(s: &Scenario) -> Summary {
     }
     let summary = Summary {
         label: s.label(),
-        exactly_once: s.sink.exactly_once(),
+        // Planned restarts write nothing twice, whatever the sink.
+        exactly_once: s.sink.exactly_once() || s.nemesis == Nemesis::RollingRestart,
         faults,
         delivery,
         replayed,
@@ -1213,6 +1374,7 @@ pub fn run(s: &Scenario) -> Summary {
         rejoins,
         panics,
         big,
+        rolling,
         elapsed: begun.elapsed(),
     };
     say(summary.to_string());

@@ -2,6 +2,7 @@
 //! liveness from heartbeats (in memory, never in the log), resolves sink connectors' topics to
 //! partitions from Kafka metadata, and writes the assignments the pure [`reducer`] decides.
 
+pub mod handover;
 pub mod reducer;
 
 use std::collections::BTreeSet;
@@ -27,6 +28,9 @@ const METADATA_REFRESH: Duration = Duration::from_secs(5);
 pub struct Timing {
     pub worker_timeout: Duration,
     pub rebalance_delay: Duration,
+    /// How long a revoked unit's owner has to stop it, commit and release it before it is
+    /// moved anyway (Kafka Connect's `task.shutdown.graceful.timeout.ms`).
+    pub graceful_shutdown: Duration,
 }
 
 /// Which workers are alive, from the leader's heartbeat table. A leader that took over less
@@ -112,6 +116,7 @@ pub async fn run(
     let mut metadata: Option<Metadata> = None;
     let mut partitions: Option<BTreeSet<TopicPartitionRef>> = None;
     let mut refreshed = Instant::now() - METADATA_REFRESH;
+    let mut revocations = handover::Revocations::default();
     loop {
         tokio::select! {
             _ = tokio::time::sleep(TICK) => {}
@@ -121,6 +126,7 @@ pub async fn run(
         if node.leader() != Some(node.id()) {
             if leader_since.take().is_some() {
                 info!("no longer the leader: scheduler idle");
+                revocations = handover::Revocations::default();
             }
             continue;
         }
@@ -161,12 +167,20 @@ pub async fn run(
             let guard = node.state().read();
             let state = &guard.state;
             let workers: BTreeSet<NodeId> = state.workers.keys().copied().collect();
-            let live = liveness(&workers, &node.heartbeats(), since, Instant::now(), timing);
+            let now = Instant::now();
+            let mut live = liveness(&workers, &node.heartbeats(), since, now, timing);
+            // A stopping worker keeps its units until it releases them, and gets no new ones.
+            for worker in node.leaving() {
+                if live.live.remove(&worker) {
+                    live.grace.insert(worker);
+                }
+            }
             let mut commands = Vec::new();
             if let Some(partitions) = &partitions {
                 commands.extend(sink_partition_commands(state, &plugins, partitions));
             }
-            commands.extend(reducer::assign(state, &live));
+            let moves = reducer::assign(state, &live);
+            commands.extend(revocations.plan(state, moves, &live, now, timing.graceful_shutdown));
             commands
         };
         write_all(&node, commands).await;
@@ -211,6 +225,7 @@ mod tests {
     const TIMING: Timing = Timing {
         worker_timeout: Duration::from_secs(5),
         rebalance_delay: Duration::from_secs(2),
+        graceful_shutdown: Duration::from_secs(5),
     };
 
     #[test]
