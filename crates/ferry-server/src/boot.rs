@@ -17,6 +17,7 @@ use ferry_meta::{FerryNode, MetaNode, Request};
 use ferry_proto::management::management_server::ManagementServer;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
+use tokio::task::JoinHandle;
 use tokio_stream::wrappers::TcpListenerStream;
 use tokio_stream::StreamExt;
 use tracing::{error, info, warn};
@@ -36,6 +37,8 @@ const PROBE_TIMEOUT: Duration = Duration::from_secs(1);
 const HANDOVER: Duration = Duration::from_secs(2);
 /// How long a stopping node waits for clients and peers to close their connections.
 const SERVER_DRAIN: Duration = Duration::from_secs(2);
+/// How long the scheduler, healer and lease loops have to end once the units are handed over.
+const LOOP_STOP: Duration = Duration::from_secs(1);
 
 /// Run a node until `shutdown` turns true. Returns an error if it cannot start.
 pub async fn run(config: ClusterConfig, mut shutdown: watch::Receiver<bool>) -> anyhow::Result<()> {
@@ -186,31 +189,50 @@ pub async fn run(config: ClusterConfig, mut shutdown: watch::Receiver<bool>) -> 
     let _ = runtime.await;
     handed_over(&node, HANDOVER).await;
     after_units_tx.send_replace(true);
-    let _ = scheduler.await;
-    let _ = healer.await;
-    let _ = lease.await;
+    // Each ends at its next turn, unless a write waits for a quorum that is gone (the last
+    // node of a cluster stopping): then it is abandoned.
+    for (what, task) in [
+        ("scheduler", scheduler),
+        ("healer", healer),
+        ("lease", lease),
+    ] {
+        stop_within(what, task, LOOP_STOP).await;
+    }
     peer_stop_tx.send_replace(true);
     raft_watch.abort();
-    for (what, mut task) in [("peer", peer_task), ("api", api_task)] {
+    for (what, task) in [("peer server", peer_task), ("api server", api_task)] {
         // A graceful stop waits for open connections to close; a client holding one (a status
         // watch, an idle channel) must not keep the node from stopping.
-        match tokio::time::timeout(SERVER_DRAIN, &mut task).await {
-            Ok(Ok(Ok(()))) => {}
-            Ok(Ok(Err(e))) => warn!(server = what, error = %e, "server stopped with an error"),
-            Ok(Err(e)) => warn!(server = what, error = %e, "server task failed"),
-            Err(_) => {
-                warn!(
-                    server = what,
-                    drain_ms = SERVER_DRAIN.as_millis() as u64,
-                    "connections still open after the drain time: closing them"
-                );
-                task.abort();
-            }
+        if let Some(Err(e)) = stop_within(what, task, SERVER_DRAIN).await {
+            warn!(server = what, error = %e, "server stopped with an error");
         }
     }
-    node.shutdown().await.context("raft shutdown")?;
+    match tokio::time::timeout(SERVER_DRAIN, node.shutdown()).await {
+        Ok(stopped) => stopped.context("raft shutdown")?,
+        Err(_) => warn!("raft did not stop in time: leaving it"),
+    }
     info!("stopped");
     Ok(())
+}
+
+/// Wait at most `bound` for a task to end, then abort it. `None` if it failed or was aborted.
+async fn stop_within<T>(what: &str, mut task: JoinHandle<T>, bound: Duration) -> Option<T> {
+    match tokio::time::timeout(bound, &mut task).await {
+        Ok(Ok(out)) => Some(out),
+        Ok(Err(e)) => {
+            warn!(task = what, error = %e, "task failed");
+            None
+        }
+        Err(_) => {
+            warn!(
+                task = what,
+                waited_ms = bound.as_millis() as u64,
+                "still running after its time to stop: abandoned"
+            );
+            task.abort();
+            None
+        }
+    }
 }
 
 /// Accepted connections with Nagle's algorithm off: Raft and API messages are small and

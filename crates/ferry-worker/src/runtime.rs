@@ -28,6 +28,16 @@ struct Spec {
     partitions: Vec<TopicPartitionRef>,
 }
 
+/// A unit told to stop, still finishing.
+struct Stopping {
+    generation: u64,
+    /// Its lease epoch, as for a running unit: a unit still assigned to this worker under the
+    /// same generation (revoked, or this node is leaving) is resumed to make its final commit;
+    /// one that moved while frozen is let go (the sender dropped) without committing.
+    epoch: Option<watch::Sender<Option<u64>>>,
+    handle: JoinHandle<()>,
+}
+
 struct Running {
     spec: Spec,
     /// The lease epoch it acts under (see `UnitCtx::epoch`): `None` while frozen.
@@ -37,9 +47,9 @@ struct Running {
     handle: JoinHandle<()>,
 }
 
-/// The units assigned to `me` that it is to release: revoked ones, or every one when it is
-/// leaving; with the generation each is released under.
-fn to_release(state: &ClusterState, me: NodeId, leaving: bool) -> BTreeMap<Key, u64> {
+/// Every unit assigned to `me`, revoked or not, with the generation it is assigned under and
+/// whether it is revoked.
+fn owned(state: &ClusterState, me: NodeId) -> BTreeMap<Key, (u64, bool)> {
     let mut out = BTreeMap::new();
     for (name, assignment) in &state.assignments {
         let units = assignment
@@ -48,12 +58,22 @@ fn to_release(state: &ClusterState, me: NodeId, leaving: bool) -> BTreeMap<Key, 
             .map(|a| (None, a))
             .chain(assignment.tasks.iter().map(|(t, a)| (Some(*t), a)));
         for (task, a) in units {
-            if a.worker == Some(me) && (leaving || a.revoked) {
-                out.insert((name.clone(), task), a.generation);
+            if a.worker == Some(me) {
+                out.insert((name.clone(), task), (a.generation, a.revoked));
             }
         }
     }
     out
+}
+
+/// Of the units `owned`, those `me` is to release: revoked ones, or every one when it is
+/// leaving; with the generation each is released under.
+fn to_release(owned: &BTreeMap<Key, (u64, bool)>, leaving: bool) -> BTreeMap<Key, u64> {
+    owned
+        .iter()
+        .filter(|(_, (_, revoked))| leaving || *revoked)
+        .map(|(key, (generation, _))| (key.clone(), *generation))
+        .collect()
 }
 
 /// The units assigned to `me`, with their specs and target states; a revoked unit is not (its
@@ -112,7 +132,7 @@ pub struct Runtime {
     /// Units told to stop and still finishing (a final commit, closing files): the next run of
     /// the same unit waits for them, so two runs never write at once; a revoked one is
     /// released once it has finished.
-    stopping: BTreeMap<Key, JoinHandle<()>>,
+    stopping: BTreeMap<Key, Stopping>,
     /// Releases being written.
     releasing: BTreeMap<Key, JoinHandle<()>>,
     /// Wakes the reconciler when a stopping unit or a release has finished.
@@ -173,7 +193,7 @@ impl Runtime {
             if self.running.is_empty()
                 && self.stopping.is_empty()
                 && self.releasing.is_empty()
-                && to_release(&self.node.state().read().state, self.node.id(), true).is_empty()
+                && owned(&self.node.state().read().state, self.node.id()).is_empty()
             {
                 info!("every unit stopped and released");
                 return;
@@ -194,17 +214,19 @@ impl Runtime {
     }
 
     fn reconcile(&mut self, lease: Option<u64>, leaving: bool) {
-        self.stopping.retain(|_, handle| !handle.is_finished());
+        self.stopping.retain(|_, s| !s.handle.is_finished());
         self.releasing.retain(|_, handle| !handle.is_finished());
         let Some(epoch) = lease else {
-            // The lease lapsed: freeze every unit where it stands. None stops or starts: once
-            // the lease is taken again, those whose assignment did not change resume.
-            for running in self.running.values() {
-                running.epoch.send_if_modified(|e| e.take().is_some());
+            // The lease lapsed: freeze every unit where it stands, stopping ones included (a
+            // final commit waits too). None stops or starts: once the lease is taken again,
+            // those whose assignment did not change resume.
+            let stopping = self.stopping.values().filter_map(|s| s.epoch.as_ref());
+            for sender in self.running.values().map(|r| &r.epoch).chain(stopping) {
+                sender.send_if_modified(|e| e.take().is_some());
             }
             return;
         };
-        let (desired, releases) = {
+        let (desired, owned) = {
             let applied = self.node.state().read();
             let me = self.node.id();
             let desired = if leaving {
@@ -212,8 +234,20 @@ impl Runtime {
             } else {
                 desired(&applied.state, me)
             };
-            (desired, to_release(&applied.state, me, leaving))
+            (desired, owned(&applied.state, me))
         };
+        let releases = to_release(&owned, leaving);
+        // Still ours under the generation it runs with: it may act (and make its final commit).
+        let ours = |key: &Key, generation: u64| owned.get(key).map(|(g, _)| *g) == Some(generation);
+        for (key, stopping) in self.stopping.iter_mut() {
+            if ours(key, stopping.generation) {
+                if let Some(sender) = &stopping.epoch {
+                    sender.send_replace(Some(epoch));
+                }
+            } else if stopping.epoch.take().is_some() {
+                debug!(connector = %key.0, task = ?key.1, "moved while stopping: let go");
+            }
+        }
         // Stop what is no longer ours or runs with an old spec.
         let stale: Vec<Key> = self
             .running
@@ -224,16 +258,29 @@ impl Runtime {
         for key in stale {
             if let Some(running) = self.running.remove(&key) {
                 debug!(connector = %key.0, task = ?key.1, "stopping unit");
+                let generation = running.spec.generation;
+                // A unit revoked while frozen is resumed for its final commit; one that moved
+                // meanwhile stays frozen and is let go without committing.
+                let epoch = if ours(&key, generation) {
+                    running.epoch.send_replace(Some(epoch));
+                    Some(running.epoch)
+                } else {
+                    None
+                };
                 running.stop.send_replace(true);
-                // It finishes on its own (final commit, which is fenced if it moved).
                 let finished = self.finished.0.clone();
                 let handle = running.handle;
+                let handle = tokio::spawn(async move {
+                    let _ = handle.await;
+                    let _ = finished.send(());
+                });
                 self.stopping.insert(
                     key,
-                    tokio::spawn(async move {
-                        let _ = handle.await;
-                        let _ = finished.send(());
-                    }),
+                    Stopping {
+                        generation,
+                        epoch,
+                        handle,
+                    },
                 );
             }
         }

@@ -122,6 +122,24 @@ impl Probe {
         Some(names.names)
     }
 
+    /// How many units (connector instances and tasks) each worker runs, by the status one node
+    /// answers; units on no worker are counted under "".
+    pub fn loads(&self, addr: &str) -> Option<BTreeMap<String, usize>> {
+        let mut loads = BTreeMap::new();
+        for name in self.connectors(addr)? {
+            let req = pb::ConnectorName { name };
+            let status = self.ask(addr, Duration::from_secs(3), |mut c| async move {
+                c.connector_status(req).await
+            })?;
+            let workers = std::iter::once(status.worker_id)
+                .chain(status.tasks.into_iter().map(|t| t.worker_id));
+            for worker in workers {
+                *loads.entry(worker).or_default() += 1;
+            }
+        }
+        Some(loads)
+    }
+
     /// A sink connector's committed offsets, partition → next offset.
     pub fn sink_offsets(&self, addr: &str, name: &str) -> Option<BTreeMap<i32, i64>> {
         let req = pb::ConnectorName { name: name.into() };

@@ -743,13 +743,47 @@ impl Nemeses<'_> {
             .collect()
     }
 
+    /// Whether every unit runs on one of `workers` and their loads differ by at most one, as
+    /// the scheduler places them once its moves are done.
+    fn balanced(&self, ask: &[u64], workers: &BTreeSet<String>) -> bool {
+        let Some(loads) = ask
+            .iter()
+            .find_map(|id| self.probe.loads(&api(self.cluster, *id)))
+        else {
+            return false;
+        };
+        let counts: Vec<usize> = workers
+            .iter()
+            .map(|w| loads.get(w).copied().unwrap_or(0))
+            .collect();
+        let placed: usize = counts.iter().sum();
+        let (min, max) = (counts.iter().min(), counts.iter().max());
+        placed == loads.values().sum::<usize>()
+            && min.zip(max).is_some_and(|(min, max)| max - min <= 1)
+    }
+
     /// Every node, the leader included, stopped with SIGTERM and started again, one at a
     /// time, twice over; each stays down longer than the worker timeout. The config clients'
     /// writes are held meanwhile (a connector they create would rebalance the sink's tasks).
     fn rolling_round(&mut self) {
         self.hold.hold();
+        let running = live(self.cluster, &self.removed);
+        let workers: BTreeSet<String> = running.iter().map(|id| api(self.cluster, *id)).collect();
+        wait_for(
+            "every connector settled and balanced before the rolling restart",
+            RECOVERY,
+            || {
+                let names = running
+                    .iter()
+                    .find_map(|id| self.probe.connectors(&api(self.cluster, *id)))?;
+                (settled(self.cluster, &self.probe, &running, &names, &workers).is_empty()
+                    && self.balanced(&running, &workers))
+                .then_some(())
+            },
+        );
         let mut problems = Vec::new();
         let mut stops = Vec::new();
+        let mut leaders = 0;
         for pass in 1..=2 {
             for victim in live(self.cluster, &self.removed) {
                 let others: Vec<u64> = live(self.cluster, &self.removed)
@@ -758,7 +792,12 @@ impl Nemeses<'_> {
                     .collect();
                 let victim_api = api(self.cluster, victim);
                 let before = self.sink_tasks(&others);
-                let was_leader = leader(self.cluster, &self.probe, &others) == Some(victim);
+                let was_leader = leader(
+                    self.cluster,
+                    &self.probe,
+                    &live(self.cluster, &self.removed),
+                ) == Some(victim);
+                leaders += usize::from(was_leader);
                 let t0 = Instant::now();
                 self.cluster.stop(victim);
                 stops.push(t0.elapsed());
@@ -792,7 +831,8 @@ impl Nemeses<'_> {
                         .sink_tasks(&others)
                         .values()
                         .any(|(worker, _)| *worker == victim_api);
-                    if settled && takes_part {
+                    // Every planned move done (the next restart's check must not see one).
+                    if settled && takes_part && self.balanced(&others, &workers) {
                         break Some(back.elapsed());
                     }
                     if back.elapsed() > RECOVERY {
@@ -832,6 +872,9 @@ impl Nemeses<'_> {
                     )),
                 }
             }
+        }
+        if leaders == 0 {
+            problems.push("no node was the leader when it was stopped".to_string());
         }
         self.hold.release();
         self.faults.push(format!(

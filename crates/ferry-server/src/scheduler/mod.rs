@@ -34,7 +34,9 @@ pub struct Timing {
 }
 
 /// Which workers are alive, from the leader's heartbeat table. A leader that took over less
-/// than one timeout ago presumes every registered worker alive.
+/// than one timeout ago has not heard from everyone yet: a worker it has not heard from keeps
+/// its units (it is not declared dead before a full timeout) but gets no new ones until it
+/// heartbeats — it may be the stopped leader this one replaces.
 pub fn liveness(
     workers: &BTreeSet<NodeId>,
     heartbeats: &std::collections::HashMap<NodeId, Instant>,
@@ -53,7 +55,7 @@ pub fn liveness(
                 liveness.live.insert(*worker);
             }
             _ if settling => {
-                liveness.live.insert(*worker);
+                liveness.grace.insert(*worker);
             }
             Some(silent) if silent < timing.worker_timeout + timing.rebalance_delay => {
                 liveness.grace.insert(*worker);
@@ -248,17 +250,18 @@ mod tests {
     }
 
     #[test]
-    fn a_new_leader_presumes_everyone_alive_for_one_timeout() {
+    fn a_new_leader_keeps_everyone_s_units_for_one_timeout_and_gives_work_to_those_it_heard() {
         let t0 = Instant::now();
         let workers = BTreeSet::from([1, 2]);
         let l = liveness(
             &workers,
-            &HashMap::new(),
+            &HashMap::from([(1, t0)]),
             t0,
             t0 + Duration::from_secs(1),
             TIMING,
         );
-        assert_eq!(l.live, workers);
+        assert_eq!(l.live, BTreeSet::from([1]));
+        assert_eq!(l.grace, BTreeSet::from([2]), "not heard from yet");
         let later = liveness(
             &workers,
             &HashMap::new(),
