@@ -119,6 +119,7 @@ pub async fn run(config: ClusterConfig, mut shutdown: watch::Receiver<bool>) -> 
     });
     let graceful = Duration::from_millis(config.worker.task_shutdown_graceful_timeout_ms);
     let timing = scheduler::Timing {
+        heartbeat_interval: Duration::from_millis(config.worker.heartbeat_interval_ms),
         worker_timeout: Duration::from_millis(config.worker.timeout_ms),
         rebalance_delay: Duration::from_millis(config.worker.rebalance_delay_ms),
         graceful_shutdown: graceful,

@@ -2,6 +2,7 @@
 //! liveness from heartbeats (in memory, never in the log), resolves sink connectors' topics to
 //! partitions from Kafka metadata, and writes the assignments the pure [`reducer`] decides.
 
+pub mod death;
 pub mod handover;
 pub mod reducer;
 
@@ -26,6 +27,8 @@ const METADATA_REFRESH: Duration = Duration::from_secs(5);
 /// Timing of failure detection.
 #[derive(Clone, Copy, Debug)]
 pub struct Timing {
+    /// How often workers heartbeat: one silent for longer is probed (see [`death`]).
+    pub heartbeat_interval: Duration,
     pub worker_timeout: Duration,
     pub rebalance_delay: Duration,
     /// How long a revoked unit's owner has to stop it, commit and release it before it is
@@ -36,17 +39,19 @@ pub struct Timing {
 /// Which workers are alive, from the leader's heartbeat table. A leader that took over less
 /// than one timeout ago has not heard from everyone yet: a worker it has not heard from keeps
 /// its units (it is not declared dead before a full timeout) but gets no new ones until it
-/// heartbeats — it may be the stopped leader this one replaces.
+/// heartbeats — it may be the stopped leader this one replaces. A worker proven `dead` is
+/// neither live nor in grace: its units move now.
 pub fn liveness(
     workers: &BTreeSet<NodeId>,
     heartbeats: &std::collections::HashMap<NodeId, Instant>,
+    dead: &BTreeSet<NodeId>,
     leader_since: Instant,
     now: Instant,
     timing: Timing,
 ) -> Liveness {
     let mut liveness = Liveness::default();
     let settling = now.saturating_duration_since(leader_since) < timing.worker_timeout;
-    for worker in workers {
+    for worker in workers.difference(dead) {
         let silent = heartbeats
             .get(worker)
             .map(|last| now.saturating_duration_since(*last));
@@ -119,6 +124,7 @@ pub async fn run(
     let mut partitions: Option<BTreeSet<TopicPartitionRef>> = None;
     let mut refreshed = Instant::now() - METADATA_REFRESH;
     let mut revocations = handover::Revocations::default();
+    let mut prober = death::Prober::new(timing.heartbeat_interval, TICK);
     loop {
         tokio::select! {
             _ = tokio::time::sleep(TICK) => {}
@@ -129,6 +135,7 @@ pub async fn run(
             if leader_since.take().is_some() {
                 info!("no longer the leader: scheduler idle");
                 revocations = handover::Revocations::default();
+                prober = death::Prober::new(timing.heartbeat_interval, TICK);
             }
             continue;
         }
@@ -170,7 +177,9 @@ pub async fn run(
             let state = &guard.state;
             let workers: BTreeSet<NodeId> = state.workers.keys().copied().collect();
             let now = Instant::now();
-            let mut live = liveness(&workers, &node.heartbeats(), since, now, timing);
+            let heartbeats = node.heartbeats();
+            let dead = prober.dead(&node, &workers, &heartbeats, since, now);
+            let mut live = liveness(&workers, &heartbeats, &dead, since, now, timing);
             // A stopping worker keeps its units until it releases them, and gets no new ones.
             for worker in node.leaving() {
                 if live.live.remove(&worker) {
@@ -225,6 +234,7 @@ mod tests {
     use std::collections::HashMap;
 
     const TIMING: Timing = Timing {
+        heartbeat_interval: Duration::from_millis(500),
         worker_timeout: Duration::from_secs(5),
         rebalance_delay: Duration::from_secs(2),
         graceful_shutdown: Duration::from_secs(5),
@@ -240,7 +250,7 @@ mod tests {
             (2, now - Duration::from_secs(6)),
             (3, now - Duration::from_secs(30)),
         ]);
-        let l = liveness(&workers, &beats, t0, now, TIMING);
+        let l = liveness(&workers, &beats, &BTreeSet::new(), t0, now, TIMING);
         assert_eq!(l.live, BTreeSet::from([1]));
         assert_eq!(
             l.grace,
@@ -250,12 +260,31 @@ mod tests {
     }
 
     #[test]
+    fn a_worker_proven_dead_is_neither_live_nor_in_grace() {
+        let t0 = Instant::now();
+        let workers = BTreeSet::from([1, 2]);
+        let beats = HashMap::from([(1, t0), (2, t0)]);
+        let dead = BTreeSet::from([2]);
+        let settling = liveness(
+            &workers,
+            &beats,
+            &dead,
+            t0,
+            t0 + Duration::from_secs(1),
+            TIMING,
+        );
+        assert_eq!(settling.live, BTreeSet::from([1]));
+        assert!(settling.grace.is_empty(), "its units move now");
+    }
+
+    #[test]
     fn a_new_leader_keeps_everyone_s_units_for_one_timeout_and_gives_work_to_those_it_heard() {
         let t0 = Instant::now();
         let workers = BTreeSet::from([1, 2]);
         let l = liveness(
             &workers,
             &HashMap::from([(1, t0)]),
+            &BTreeSet::new(),
             t0,
             t0 + Duration::from_secs(1),
             TIMING,
@@ -265,6 +294,7 @@ mod tests {
         let later = liveness(
             &workers,
             &HashMap::new(),
+            &BTreeSet::new(),
             t0,
             t0 + Duration::from_secs(6),
             TIMING,
@@ -274,6 +304,7 @@ mod tests {
         let much_later = liveness(
             &workers,
             &HashMap::new(),
+            &BTreeSet::new(),
             t0,
             t0 + Duration::from_secs(8),
             TIMING,
