@@ -2,11 +2,13 @@
 //! one scenario at a time, each against a fresh three-node cluster and broker.
 //!
 //! `ferry-jepsen [--nemesis all|NAME[,NAME…]] [--sink all|file|storage|hdfs|jdbc] [--seed N[,N…]]
-//! [--duration SECONDS] [--rate RECORDS_PER_S] [--big-tasks N] [--no-lease]`; exits 1 if any
+//! [--duration SECONDS] [--rate RECORDS_PER_S] [--big-tasks N] [--leader-stops N] [--no-lease]`;
+//! exits 1 if any
 //! scenario fails a checker. `--no-lease` turns the workers' ownership lease off (a test-only
 //! setting), so that zombies keep working and only generation fencing keeps their commits out.
 //! `--big-tasks` is the task count of the `big-config` nemesis's connector (10,000 here; the
-//! one run of it in `make test` has 2,000).
+//! one run of it in `make test` has 2,000). `--leader-stops` is how many times the
+//! `leader-changes` nemesis stops the leader with SIGTERM (20 here, 5 in `make test`).
 
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
@@ -22,11 +24,12 @@ struct Args {
     rate: Option<u32>,
     lease: bool,
     big_tasks: usize,
+    leader_stops: usize,
 }
 
 const USAGE: &str =
     "usage: ferry-jepsen [--nemesis all|NAME[,NAME...]] [--sink all|file|storage|hdfs|jdbc] \
-[--seed N[,N...]] [--duration SECONDS] [--rate RECORDS_PER_S] [--big-tasks N] [--no-lease]";
+[--seed N[,N...]] [--duration SECONDS] [--rate RECORDS_PER_S] [--big-tasks N] [--leader-stops N] [--no-lease]";
 
 fn parse() -> Result<Args, String> {
     let mut args = Args {
@@ -37,6 +40,7 @@ fn parse() -> Result<Args, String> {
         rate: None,
         lease: true,
         big_tasks: 10_000,
+        leader_stops: 20,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -93,6 +97,12 @@ fn parse() -> Result<Args, String> {
                         format!("--big-tasks: {value:?} is not a positive number")
                     })?;
             }
+            "--leader-stops" => {
+                args.leader_stops =
+                    value.parse().ok().filter(|n| *n > 0).ok_or_else(|| {
+                        format!("--leader-stops: {value:?} is not a positive number")
+                    })?;
+            }
             other => return Err(format!("unknown option {other:?}\n{USAGE}")),
         }
     }
@@ -116,6 +126,7 @@ fn main() -> ExitCode {
                 let mut scenario = Scenario::new(*nemesis, *sink, *seed, args.duration);
                 scenario.lease = args.lease;
                 scenario.big_tasks = args.big_tasks;
+                scenario.leader_stops = args.leader_stops;
                 if let Some(rate) = args.rate {
                     scenario.rate = rate;
                 }

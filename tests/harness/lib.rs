@@ -726,6 +726,9 @@ impl Drop for Cluster {
                 let _ = child.wait();
             }
         }
+        if std::env::var_os("FERRY_KEEP_LOGS").is_some() && !std::thread::panicking() {
+            self.keep_logs();
+        }
         if std::thread::panicking() {
             // Keep the evidence: copy the logs out of the temp dir, print their tails.
             self.keep_logs();

@@ -39,14 +39,22 @@ pub enum Nemesis {
     /// with Kafka Connect's default `offset.flush.interval.ms`: planned changes, which must
     /// write no record twice and leave the tasks of the nodes not restarted alone.
     RollingRestart,
-    /// A random one of the faults, fault after fault (not `big-config` nor `rolling-restart`,
-    /// rounds of their own).
+    /// The leader stopped with SIGTERM and started again (`Scenario::leader_stops` times),
+    /// under the rolling restart's load: the stops are bounded, nothing is written twice, and
+    /// the tasks of the other nodes are left alone.
+    LeaderChanges,
+    /// Faults shorter than the worker timeout, under the rolling restart's load: a follower cut
+    /// off (its connections reset), the leader paused until a successor leads. Nothing may
+    /// move: a reset is no proof of death, and a successor waits a full worker timeout.
+    ShortFaults,
+    /// A random one of the faults, fault after fault (not `big-config`, `rolling-restart`,
+    /// `leader-changes` nor `short-faults`, rounds of their own).
     Combined,
 }
 
 impl Nemesis {
     /// Every nemesis; `combined` is the last.
-    pub const ALL: [Nemesis; 12] = [
+    pub const ALL: [Nemesis; 14] = [
         Nemesis::KillRandom,
         Nemesis::KillLeader,
         Nemesis::Pause,
@@ -58,6 +66,8 @@ impl Nemesis {
         Nemesis::Rollback,
         Nemesis::BigConfig,
         Nemesis::RollingRestart,
+        Nemesis::LeaderChanges,
+        Nemesis::ShortFaults,
         Nemesis::Combined,
     ];
 
@@ -74,6 +84,8 @@ impl Nemesis {
             Nemesis::Rollback => "rollback",
             Nemesis::BigConfig => "big-config",
             Nemesis::RollingRestart => "rolling-restart",
+            Nemesis::LeaderChanges => "leader-changes",
+            Nemesis::ShortFaults => "short-faults",
             Nemesis::Combined => "combined",
         }
     }
@@ -88,7 +100,11 @@ impl Nemesis {
                     .filter(|n| {
                         !matches!(
                             n,
-                            Nemesis::BigConfig | Nemesis::RollingRestart | Nemesis::Combined
+                            Nemesis::BigConfig
+                                | Nemesis::RollingRestart
+                                | Nemesis::LeaderChanges
+                                | Nemesis::ShortFaults
+                                | Nemesis::Combined
                         )
                     })
                     .collect();
@@ -99,6 +115,15 @@ impl Nemesis {
     }
 
     /// Whether the fault takes the victim's worker away, so that its tasks must move.
+    /// Planned changes: rounds that must write no record twice and leave alone the tasks of
+    /// the nodes they do not touch.
+    pub fn planned(self) -> bool {
+        matches!(
+            self,
+            Nemesis::RollingRestart | Nemesis::LeaderChanges | Nemesis::ShortFaults
+        )
+    }
+
     pub fn displaces(self) -> bool {
         matches!(
             self,
@@ -156,7 +181,7 @@ mod tests {
         for n in Nemesis::ALL {
             assert_eq!(n.name().parse::<Nemesis>(), Ok(n));
         }
-        assert_eq!(parse_list("all").map(|l| l.len()), Ok(12));
+        assert_eq!(parse_list("all").map(|l| l.len()), Ok(14));
         assert_eq!(
             parse_list("pause,kill-leader"),
             Ok(vec![Nemesis::Pause, Nemesis::KillLeader])
@@ -169,8 +194,10 @@ mod tests {
         assert!(!drawn.contains(&Nemesis::Combined));
         assert!(!drawn.contains(&Nemesis::BigConfig), "a load of its own");
         assert!(
-            !drawn.contains(&Nemesis::RollingRestart),
-            "a round of its own"
+            !drawn.contains(&Nemesis::RollingRestart)
+                && !drawn.contains(&Nemesis::LeaderChanges)
+                && !drawn.contains(&Nemesis::ShortFaults),
+            "rounds of their own"
         );
     }
 }

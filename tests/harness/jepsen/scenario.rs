@@ -34,6 +34,12 @@ const RECOVERY: Duration = Duration::from_secs(30);
 const ROLLING_DOWN: Duration = Duration::from_millis(6500);
 /// Within how long a node stops on SIGTERM: `[worker] shutdown_timeout_ms`'s default.
 const ROLLING_STOP_BOUND: Duration = Duration::from_secs(30);
+/// How long the `leader-changes` nemesis cuts a follower off: past its lease (half the worker
+/// timeout) and its leader's probing, short of the worker timeout (5 s).
+const SHORT_CUT: Duration = Duration::from_millis(3500);
+/// How long the `leader-changes` nemesis keeps a paused leader stopped once a successor leads:
+/// a few worker heartbeats, well short of the worker timeout.
+const PAUSE_AFTER_SUCCESSION: Duration = Duration::from_millis(1500);
 
 /// The sinks the matrix runs, every one that exists.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -219,24 +225,27 @@ pub struct Scenario {
     pub lease: bool,
     /// How many tasks the `big-config` nemesis's connector has.
     pub big_tasks: usize,
+    /// How many times the `leader-changes` nemesis stops the leader with SIGTERM.
+    pub leader_stops: usize,
 }
 
 impl Scenario {
     pub fn new(nemesis: Nemesis, sink: Sink, seed: u64, duration: Duration) -> Scenario {
-        let rolling = nemesis == Nemesis::RollingRestart;
+        let planned = nemesis.planned();
         Scenario {
             nemesis,
             sink,
             seed,
             duration,
-            // A rolling restart runs under the issue's load, with a task more per node than
+            // Planned changes run under the issue's load, with a task more per node than
             // its connector instance, so that every node runs sink tasks.
-            rate: if rolling { 1000 } else { 300 },
+            rate: if planned { 1000 } else { 300 },
             partitions: 6,
-            tasks: if rolling { 6 } else { 3 },
+            tasks: if planned { 6 } else { 3 },
             clients: 3,
             lease: true,
             big_tasks: 2000,
+            leader_stops: 20,
         }
     }
 
@@ -277,8 +286,9 @@ pub struct Summary {
     pub panics: Vec<String>,
     /// What the `big-config` rounds saw.
     pub big: Vec<BigRound>,
-    /// Whether a rolling restart ran, and what it saw that planned changes must not cause.
-    pub rolling: Option<Vec<String>>,
+    /// Whether planned changes ran (`rolling-restart`, `leader-changes`), and what they saw
+    /// that they must not cause.
+    pub planned: Option<Vec<String>>,
     pub elapsed: Duration,
 }
 
@@ -410,10 +420,10 @@ impl Summary {
             ),
             (
                 "planned restarts",
-                self.rolling.as_ref().is_none_or(Vec::is_empty),
-                match &self.rolling {
-                    None => "no rolling restart in this run".to_string(),
-                    Some(problems) if problems.is_empty() => "every node stopped within its bound; the tasks of the nodes not restarted kept their workers and generations".to_string(),
+                self.planned.as_ref().is_none_or(Vec::is_empty),
+                match &self.planned {
+                    None => "no planned changes in this run".to_string(),
+                    Some(problems) if problems.is_empty() => "every node stopped within its bound; the tasks of the nodes not touched kept their workers and generations".to_string(),
                     Some(problems) => problems.join("; "),
                 },
             ),
@@ -553,6 +563,50 @@ fn settled(
     problems
 }
 
+/// Poll `check` until it holds or `timeout` passes; whether it held.
+fn wait_until(timeout: Duration, mut check: impl FnMut() -> bool) -> bool {
+    let t0 = Instant::now();
+    loop {
+        if check() {
+            return true;
+        }
+        if t0.elapsed() > timeout {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// The problems a planned change (or a fault of another node) made for the sink's tasks that
+/// were not on `victim`: moved or restarted while it was down, or restarted on the same worker
+/// once it was back (moving to the returning node is the rebalance's doing).
+fn undisturbed(
+    victim: u64,
+    victim_api: &str,
+    before: &BTreeMap<u32, (String, u64)>,
+    down: &BTreeMap<u32, (String, u64)>,
+    after: &BTreeMap<u32, (String, u64)>,
+    problems: &mut Vec<String>,
+) {
+    for (task, (worker, generation)) in before {
+        if worker == victim_api {
+            continue;
+        }
+        if down.get(task) != Some(&(worker.clone(), *generation)) {
+            problems.push(format!(
+                "while node {victim} was away, task {task} on {worker} (generation {generation}) became {:?}",
+                down.get(task)
+            ));
+        }
+        match after.get(task) {
+            Some((w, g)) if w == worker && g != generation => problems.push(format!(
+                "task {task} stayed on {worker} but its generation went from {generation} to {g} as node {victim} came back"
+            )),
+            _ => {}
+        }
+    }
+}
+
 /// Inject one fault, hold it, measure the fail-over, heal it.
 struct Nemeses<'a> {
     cluster: &'a mut Cluster,
@@ -566,7 +620,11 @@ struct Nemeses<'a> {
     rejoins: Vec<String>,
     big_tasks: usize,
     big: Vec<BigRound>,
-    rolling: Option<Vec<String>>,
+    /// What planned changes did that they must not (see [`Summary::planned`]).
+    planned: Vec<String>,
+    planned_ran: bool,
+    /// How many times `leader-changes` stops the leader.
+    leader_stops: usize,
     /// Holds the config clients' writes.
     hold: Arc<WriteHold>,
 }
@@ -762,24 +820,75 @@ impl Nemeses<'_> {
             && min.zip(max).is_some_and(|(min, max)| max - min <= 1)
     }
 
+    /// Wait until every connector has settled and the units are balanced over `running`.
+    fn wait_balanced(&self, running: &[u64], what: &str) {
+        let workers: BTreeSet<String> = running.iter().map(|id| api(self.cluster, *id)).collect();
+        wait_for(what, RECOVERY, || {
+            let names = running
+                .iter()
+                .find_map(|id| self.probe.connectors(&api(self.cluster, *id)))?;
+            (settled(self.cluster, &self.probe, running, &names, &workers).is_empty()
+                && self.balanced(running, &workers))
+            .then_some(())
+        });
+    }
+
+    /// After `victim` started again: how long until the sink has settled with a task on it
+    /// and every planned move is done (the next fault's check must not see one); `None` if
+    /// not within [`RECOVERY`].
+    fn back_in_balance(&self, victim: u64, others: &[u64]) -> Option<Duration> {
+        let back = Instant::now();
+        let victim_api = api(self.cluster, victim);
+        let mut workers: BTreeSet<String> =
+            others.iter().map(|id| api(self.cluster, *id)).collect();
+        workers.insert(victim_api.clone());
+        loop {
+            let ask = live(self.cluster, &self.removed);
+            let settled = settled(
+                self.cluster,
+                &self.probe,
+                &ask,
+                &[SINK.to_string()],
+                &workers,
+            )
+            .is_empty();
+            let takes_part = self
+                .sink_tasks(others)
+                .values()
+                .any(|(worker, _)| *worker == victim_api);
+            if settled && takes_part && self.balanced(others, &workers) {
+                return Some(back.elapsed());
+            }
+            if back.elapsed() > RECOVERY {
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    /// SIGTERM a node and wait for it to exit; a problem if that took longer than the bound.
+    fn stop_within_bound(&mut self, victim: u64, problems: &mut Vec<String>) -> Duration {
+        let t0 = Instant::now();
+        self.cluster.stop(victim);
+        let took = t0.elapsed();
+        if took > ROLLING_STOP_BOUND {
+            problems.push(format!(
+                "node {victim} took {} ms to stop on SIGTERM (bound {} ms)",
+                took.as_millis(),
+                ROLLING_STOP_BOUND.as_millis()
+            ));
+        }
+        took
+    }
+
     /// Every node, the leader included, stopped with SIGTERM and started again, one at a
     /// time, twice over; each stays down longer than the worker timeout. The config clients'
     /// writes are held meanwhile (a connector they create would rebalance the sink's tasks).
     fn rolling_round(&mut self) {
         self.hold.hold();
-        let running = live(self.cluster, &self.removed);
-        let workers: BTreeSet<String> = running.iter().map(|id| api(self.cluster, *id)).collect();
-        wait_for(
+        self.wait_balanced(
+            &live(self.cluster, &self.removed),
             "every connector settled and balanced before the rolling restart",
-            RECOVERY,
-            || {
-                let names = running
-                    .iter()
-                    .find_map(|id| self.probe.connectors(&api(self.cluster, *id)))?;
-                (settled(self.cluster, &self.probe, &running, &names, &workers).is_empty()
-                    && self.balanced(&running, &workers))
-                .then_some(())
-            },
         );
         let mut problems = Vec::new();
         let mut stops = Vec::new();
@@ -799,66 +908,16 @@ impl Nemeses<'_> {
                 ) == Some(victim);
                 leaders += usize::from(was_leader);
                 let t0 = Instant::now();
-                self.cluster.stop(victim);
-                stops.push(t0.elapsed());
-                if t0.elapsed() > ROLLING_STOP_BOUND {
-                    problems.push(format!(
-                        "node {victim} took {} ms to stop on SIGTERM (bound {} ms)",
-                        t0.elapsed().as_millis(),
-                        ROLLING_STOP_BOUND.as_millis()
-                    ));
-                }
+                stops.push(self.stop_within_bound(victim, &mut problems));
                 while t0.elapsed() < ROLLING_DOWN {
                     std::thread::sleep(Duration::from_millis(100));
                 }
                 let down = self.sink_tasks(&others);
                 self.cluster.start(victim);
-                let back = Instant::now();
-                let mut workers: BTreeSet<String> =
-                    others.iter().map(|id| api(self.cluster, *id)).collect();
-                workers.insert(victim_api.clone());
-                let rebalanced = loop {
-                    let ask = live(self.cluster, &self.removed);
-                    let settled = settled(
-                        self.cluster,
-                        &self.probe,
-                        &ask,
-                        &[SINK.to_string()],
-                        &workers,
-                    )
-                    .is_empty();
-                    let takes_part = self
-                        .sink_tasks(&others)
-                        .values()
-                        .any(|(worker, _)| *worker == victim_api);
-                    // Every planned move done (the next restart's check must not see one).
-                    if settled && takes_part && self.balanced(&others, &workers) {
-                        break Some(back.elapsed());
-                    }
-                    if back.elapsed() > RECOVERY {
-                        break None;
-                    }
-                    std::thread::sleep(Duration::from_millis(100));
-                };
+                let rejoined = self.back_in_balance(victim, &others);
                 let after = self.sink_tasks(&others);
-                for (task, (worker, generation)) in &before {
-                    if *worker == victim_api {
-                        continue;
-                    }
-                    if down.get(task) != Some(&(worker.clone(), *generation)) {
-                        problems.push(format!(
-                            "while node {victim} was down, task {task} on {worker} (generation {generation}) became {:?}",
-                            down.get(task)
-                        ));
-                    }
-                    match after.get(task) {
-                        Some((w, g)) if w == worker && g != generation => problems.push(format!(
-                            "task {task} stayed on {worker} but its generation went from {generation} to {g} as node {victim} restarted"
-                        )),
-                        _ => {}
-                    }
-                }
-                match rebalanced {
+                undisturbed(victim, &victim_api, &before, &down, &after, &mut problems);
+                match rejoined {
                     Some(t) => say(format!(
                         "NEMESIS rolling restart pass {pass}: node {victim}{} stopped in {} ms, down {} ms, running sink tasks again {} ms after its start",
                         if was_leader { " (the leader)" } else { "" },
@@ -882,7 +941,153 @@ impl Nemeses<'_> {
             stops.len(),
             stops.iter().max().map_or(0, Duration::as_millis)
         ));
-        self.rolling = Some(problems);
+        self.planned.extend(problems);
+        self.planned_ran = true;
+    }
+
+    /// The leader stopped with SIGTERM and started again `leader_stops` times: each stop is
+    /// bounded, and the tasks of the other nodes keep their workers and generations.
+    fn leader_round(&mut self) {
+        self.hold.hold();
+        self.wait_balanced(
+            &live(self.cluster, &self.removed),
+            "every connector settled and balanced before the leader changes",
+        );
+        let mut problems = Vec::new();
+        let mut stops = Vec::new();
+        for round in 1..=self.leader_stops {
+            let all = live(self.cluster, &self.removed);
+            let Some(victim) = leader(self.cluster, &self.probe, &all) else {
+                problems.push(format!("no leader before stop {round}"));
+                continue;
+            };
+            let others: Vec<u64> = all.into_iter().filter(|id| *id != victim).collect();
+            let victim_api = api(self.cluster, victim);
+            let before = self.sink_tasks(&others);
+            stops.push(self.stop_within_bound(victim, &mut problems));
+            let down = self.sink_tasks(&others);
+            self.cluster.start(victim);
+            let rejoined = self.back_in_balance(victim, &others);
+            let after = self.sink_tasks(&others);
+            undisturbed(victim, &victim_api, &before, &down, &after, &mut problems);
+            match rejoined {
+                Some(t) => say(format!(
+                    "NEMESIS leader stop {round}: node {victim} stopped on SIGTERM in {} ms, running sink tasks again {} ms after its start",
+                    stops.last().map_or(0, Duration::as_millis),
+                    t.as_millis()
+                )),
+                None => problems.push(format!(
+                    "node {victim} did not run sink tasks again within {} s of its start",
+                    RECOVERY.as_secs()
+                )),
+            }
+        }
+        self.hold.release();
+        self.faults.push(format!(
+            "leader stops ({} SIGTERMs, slowest {} ms)",
+            stops.len(),
+            stops.iter().max().map_or(0, Duration::as_millis)
+        ));
+        self.planned.extend(problems);
+        self.planned_ran = true;
+    }
+
+    /// A follower cut off from the others for less than the worker timeout, twice; then the
+    /// leader paused (SIGSTOP) until a successor leads, and resumed before the worker timeout,
+    /// twice. Every task keeps its worker and generation: connection resets are no proof of
+    /// death, and a successor waits a full worker timeout for a silent worker.
+    fn pause_round(&mut self) {
+        self.hold.hold();
+        self.wait_balanced(
+            &live(self.cluster, &self.removed),
+            "every connector settled and balanced before the short faults",
+        );
+        let mut problems = Vec::new();
+        for round in 1..=2 {
+            let all = live(self.cluster, &self.removed);
+            let lead = leader(self.cluster, &self.probe, &all);
+            let before = self.sink_tasks(&all);
+            let Some(victim) = all.iter().copied().find(|id| {
+                Some(*id) != lead
+                    && before
+                        .values()
+                        .any(|(worker, _)| *worker == api(self.cluster, *id))
+            }) else {
+                problems.push(format!("no follower running sink tasks before cut {round}"));
+                continue;
+            };
+            self.cluster.isolate(victim);
+            std::thread::sleep(SHORT_CUT);
+            self.cluster.heal();
+            self.wait_balanced(
+                &all,
+                "every connector settled and balanced after a short cut",
+            );
+            let after = self.sink_tasks(&all);
+            if after != before {
+                problems.push(format!(
+                    "node {victim} cut off for {} ms (less than the worker timeout) and its tasks moved or restarted: {before:?} became {after:?}",
+                    SHORT_CUT.as_millis()
+                ));
+            }
+            say(format!(
+                "NEMESIS short cut {round}: node {victim} isolated {} ms; every task kept its worker and generation: {}",
+                SHORT_CUT.as_millis(),
+                after == before
+            ));
+        }
+        for round in 1..=2 {
+            let all = live(self.cluster, &self.removed);
+            let Some(victim) = leader(self.cluster, &self.probe, &all) else {
+                problems.push(format!("no leader before pause {round}"));
+                continue;
+            };
+            let others: Vec<u64> = all.iter().copied().filter(|id| *id != victim).collect();
+            let before = self.sink_tasks(&all);
+            let t0 = Instant::now();
+            self.cluster.signal(victim, Signal::SIGSTOP);
+            // Paused until a successor leads and has heard the others' heartbeats, and
+            // resumed before the worker timeout: nobody's tasks move, the paused node's
+            // neither (a stopped process still accepts connections: no proof of death).
+            let succeeded = wait_until(RECOVERY, || {
+                leader(self.cluster, &self.probe, &others).is_some_and(|l| l != victim)
+            });
+            std::thread::sleep(PAUSE_AFTER_SUCCESSION);
+            let down = self.sink_tasks(&others);
+            self.cluster.signal(victim, Signal::SIGCONT);
+            let epochs = lease_epochs(self.cluster, &[victim]);
+            let resumed = wait_until(RECOVERY, || lease_epochs(self.cluster, &[victim]) != epochs);
+            self.wait_balanced(&all, "every connector settled and balanced after a pause");
+            let after = self.sink_tasks(&all);
+            if !succeeded || !resumed {
+                problems.push(format!(
+                    "pause {round} of leader {victim}: a successor led: {succeeded}; it held its lease again: {resumed}"
+                ));
+            }
+            for (when, seen) in [("while paused", &down), ("after", &after)] {
+                let moved: Vec<String> = before
+                    .iter()
+                    .filter(|(task, was)| seen.get(*task) != Some(*was))
+                    .map(|(task, was)| format!("task {task} {was:?} became {:?}", seen.get(task)))
+                    .collect();
+                if !moved.is_empty() {
+                    problems.push(format!(
+                        "the leader {victim} paused for less than the worker timeout, and {when} its successor moved or restarted tasks: {}",
+                        moved.join(", ")
+                    ));
+                }
+            }
+            say(format!(
+                "NEMESIS leader pause {round}: node {victim} paused {} ms, until a successor led and then {} ms",
+                t0.elapsed().as_millis(),
+                PAUSE_AFTER_SUCCESSION.as_millis()
+            ));
+        }
+        self.hold.release();
+        self.faults
+            .push("2 short cuts of a follower, 2 short pauses of the leader".to_string());
+        self.planned.extend(problems);
+        self.planned_ran = true;
     }
 
     fn big_round(&mut self) {
@@ -1057,6 +1262,12 @@ impl Nemeses<'_> {
         if kind == Nemesis::RollingRestart {
             return self.rolling_round();
         }
+        if kind == Nemesis::LeaderChanges {
+            return self.leader_round();
+        }
+        if kind == Nemesis::ShortFaults {
+            return self.pause_round();
+        }
         let running = live(self.cluster, &self.removed);
         let victim = if kind.targets_leader() {
             leader(self.cluster, &self.probe, &running)
@@ -1095,6 +1306,8 @@ impl Nemeses<'_> {
             | Nemesis::Rollback
             | Nemesis::BigConfig
             | Nemesis::RollingRestart
+            | Nemesis::LeaderChanges
+            | Nemesis::ShortFaults
             | Nemesis::Combined => {
                 unreachable!(
                     "disk faults and the big config have their rounds; combined is drawn into \
@@ -1112,6 +1325,8 @@ impl Nemeses<'_> {
             | Nemesis::Rollback
             | Nemesis::BigConfig
             | Nemesis::RollingRestart
+            | Nemesis::LeaderChanges
+            | Nemesis::ShortFaults
             | Nemesis::Combined => {
                 unreachable!()
             }
@@ -1166,6 +1381,8 @@ impl Nemeses<'_> {
             | Nemesis::Rollback
             | Nemesis::BigConfig
             | Nemesis::RollingRestart
+            | Nemesis::LeaderChanges
+            | Nemesis::ShortFaults
             | Nemesis::Combined => {
                 unreachable!()
             }
@@ -1193,7 +1410,7 @@ pub fn run(s: &Scenario) -> Summary {
     say(format!("SCENARIO {} starts", s.label()));
     let mut rng = Rng::new(s.seed);
     let kafka = Kafka::start(&[(TOPIC, s.partitions), (IDLE_TOPIC, 1), (IDLE_DLQ, 1)]);
-    let rolling = s.nemesis == Nemesis::RollingRestart;
+    let planned = s.nemesis.planned();
     let defaults = Settings::default();
     let settings = Settings {
         kafka: Some(kafka.bootstrap.clone()),
@@ -1202,14 +1419,14 @@ pub fn run(s: &Scenario) -> Summary {
         // The whole log stays: the single-owner checker replays it from the first entry.
         snapshot_logs: 10_000_000,
         logs_to_keep: 10_000_000,
-        // A rolling restart runs with Kafka Connect's default offset flush and Ferry's default
+        // Planned changes run with Kafka Connect's default offset flush and Ferry's default
         // worker timeout: a task restarted without its final commit writes a minute again.
-        offset_flush_ms: if rolling {
+        offset_flush_ms: if planned {
             60_000
         } else {
             defaults.offset_flush_ms
         },
-        worker_timeout_ms: if rolling {
+        worker_timeout_ms: if planned {
             5000
         } else {
             defaults.worker_timeout_ms
@@ -1293,7 +1510,9 @@ pub fn run(s: &Scenario) -> Summary {
         rejoins: Vec::new(),
         big_tasks: s.big_tasks,
         big: Vec::new(),
-        rolling: None,
+        planned: Vec::new(),
+        planned_ran: false,
+        leader_stops: s.leader_stops,
         hold: plan.hold.clone(),
     };
     loop {
@@ -1305,13 +1524,13 @@ pub fn run(s: &Scenario) -> Summary {
         let kind = s.nemesis.draw(&mut nemeses.rng);
         nemeses.round(kind);
     }
-    let (faults, failovers, removed, rejoins, big, rolling) = (
+    let (faults, failovers, removed, rejoins, big, planned) = (
         nemeses.faults,
         nemeses.failovers,
         nemeses.removed,
         nemeses.rejoins,
         nemeses.big,
-        nemeses.rolling,
+        nemeses.planned_ran.then_some(nemeses.planned),
     );
     let healed = Instant::now();
     for c in clients {
@@ -1401,7 +1620,7 @@ pub fn run(s: &Scenario) -> Summary {
     let summary = Summary {
         label: s.label(),
         // Planned restarts write nothing twice, whatever the sink.
-        exactly_once: s.sink.exactly_once() || s.nemesis == Nemesis::RollingRestart,
+        exactly_once: s.sink.exactly_once() || s.nemesis.planned(),
         faults,
         delivery,
         replayed,
@@ -1417,7 +1636,7 @@ pub fn run(s: &Scenario) -> Summary {
         rejoins,
         panics,
         big,
-        rolling,
+        planned,
         elapsed: begun.elapsed(),
     };
     say(summary.to_string());

@@ -32,9 +32,11 @@ pub struct Probed {
     pub at: Instant,
 }
 
-/// Whether a worker silent since `heard` is overdue and to be probed now: silent for more
-/// than [`OVERDUE_INTERVALS`] heartbeat intervals (counted from when this leader took over if
-/// it has not heard from it), and not probed since its last heartbeat less than `again` ago.
+/// Whether a worker is to be probed now: one this leader has not heard from since it took over
+/// (the previous leader's own worker among them) at once, one it heard from once silent for
+/// more than [`OVERDUE_INTERVALS`] heartbeat intervals; and not probed since its last
+/// heartbeat less than `again` ago. (A refusal is proof whenever it comes: probing early costs
+/// a connection, never a wrong verdict.)
 pub fn to_probe(
     heard: Option<Instant>,
     leader_since: Instant,
@@ -43,8 +45,10 @@ pub fn to_probe(
     interval: Duration,
     again: Duration,
 ) -> bool {
-    let since = heard.unwrap_or(leader_since).max(leader_since);
-    let overdue = now.saturating_duration_since(since) > interval.mul_f64(OVERDUE_INTERVALS);
+    let overdue = match heard.filter(|h| *h >= leader_since) {
+        Some(heard) => now.saturating_duration_since(heard) > interval.mul_f64(OVERDUE_INTERVALS),
+        None => true,
+    };
     let fresh =
         last_probe.is_some_and(|p| p.heard == heard && now.saturating_duration_since(p.at) < again);
     overdue && !fresh
@@ -181,34 +185,16 @@ mod tests {
     }
 
     #[test]
-    fn a_new_leader_counts_silence_from_when_it_took_over() {
+    fn a_new_leader_probes_at_once_those_it_has_not_heard_from() {
         let t0 = Instant::now();
         let since = t0 + Duration::from_secs(60);
-        let old = Some(t0);
-        assert!(!to_probe(
-            old,
-            since,
-            None,
-            since + Duration::from_millis(100),
-            INTERVAL,
-            AGAIN
-        ));
-        assert!(!to_probe(
-            None,
-            since,
-            None,
-            since + Duration::from_millis(700),
-            INTERVAL,
-            AGAIN
-        ));
-        assert!(to_probe(
-            None,
-            since,
-            None,
-            since + Duration::from_millis(800),
-            INTERVAL,
-            AGAIN
-        ));
+        let just = since + Duration::from_millis(10);
+        assert!(to_probe(None, since, None, just, INTERVAL, AGAIN));
+        assert!(
+            to_probe(Some(t0), since, None, just, INTERVAL, AGAIN),
+            "heard under an earlier term only"
+        );
+        assert!(!to_probe(Some(since), since, None, just, INTERVAL, AGAIN));
     }
 
     #[test]
