@@ -130,6 +130,9 @@ async fn concurrent(addr: &str) -> anyhow::Result<f64> {
 }
 
 fn main() -> anyhow::Result<()> {
+    if std::env::args().nth(1).as_deref() == Some("failover") {
+        return sink::failover_only();
+    }
     println!(
         "# Ferry control-plane benchmark (binaries: {})",
         ferry_tests::bin_dir().display()

@@ -125,6 +125,9 @@ pub struct Settings {
     pub format_versions: BTreeMap<u64, u32>,
     /// `[limits]` of cluster.toml, key → value (TOML), where not the defaults.
     pub limits: Vec<(&'static str, u64)>,
+    /// Leave Raft's and the workers' heartbeat, election and timeout settings to ferryd's
+    /// defaults (the fields above for them are then not used).
+    pub ferryd_timing: bool,
 }
 
 impl Default for Settings {
@@ -152,6 +155,7 @@ impl Default for Settings {
             replace_dead_voter_ms: None,
             format_versions: BTreeMap::new(),
             limits: Vec::new(),
+            ferryd_timing: false,
         }
     }
 }
@@ -289,9 +293,15 @@ impl Cluster {
             ));
         }
         text.push_str(&format!(
-            "\n[raft]\nheartbeat_interval_ms = {}\nelection_timeout_min_ms = {}\nelection_timeout_max_ms = {}\nsnapshot_logs = {}\nlogs_to_keep = {}\nrequest_timeout_ms = {}\n",
-            s.heartbeat_ms, s.election_min_ms, s.election_max_ms, s.snapshot_logs, s.logs_to_keep, s.request_timeout_ms
+            "\n[raft]\nsnapshot_logs = {}\nlogs_to_keep = {}\nrequest_timeout_ms = {}\n",
+            s.snapshot_logs, s.logs_to_keep, s.request_timeout_ms
         ));
+        if !s.ferryd_timing {
+            text.push_str(&format!(
+                "heartbeat_interval_ms = {}\nelection_timeout_min_ms = {}\nelection_timeout_max_ms = {}\n",
+                s.heartbeat_ms, s.election_min_ms, s.election_max_ms
+            ));
+        }
         let overrides: Vec<String> = self
             .proxies
             .iter()
@@ -317,9 +327,15 @@ impl Cluster {
             ));
         }
         text.push_str(&format!(
-            "\n[worker]\nheartbeat_interval_ms = {}\ntimeout_ms = {}\noffset_flush_interval_ms = {}\ntest_disable_lease = {}\ncommit_consumer_group = {}\n",
-            s.worker_heartbeat_ms, s.worker_timeout_ms, s.offset_flush_ms, s.disable_lease, s.commit_consumer_group
+            "\n[worker]\noffset_flush_interval_ms = {}\ntest_disable_lease = {}\ncommit_consumer_group = {}\n",
+            s.offset_flush_ms, s.disable_lease, s.commit_consumer_group
         ));
+        if !s.ferryd_timing {
+            text.push_str(&format!(
+                "heartbeat_interval_ms = {}\ntimeout_ms = {}\n",
+                s.worker_heartbeat_ms, s.worker_timeout_ms
+            ));
+        }
         if let Some(name) = &s.panic_connector {
             text.push_str(&format!("test_panic_connector = {name:?}\n"));
         }
