@@ -1,8 +1,9 @@
 //! The ownership lease. A worker heartbeats the leader; it counts from the send time of its
-//! last acknowledged heartbeat, and once that is older than half the worker timeout it stops its
-//! tasks on its own — so that normally the old owner has stopped before the leader, after a
-//! full timeout, hands its tasks to someone else. The generation check in `apply` is what makes
-//! a late zombie harmless; the lease narrows the window.
+//! last acknowledged heartbeat, and once that is older than half the worker timeout it freezes its
+//! tasks on its own (no writes, no commits; they resume when it holds a lease again) — so that
+//! normally the old owner has gone quiet before the leader, after a full timeout, hands its
+//! tasks to someone else. The generation check in `apply` is what makes a late zombie harmless;
+//! the lease narrows the window. A stopping worker says so in its heartbeats ([`Lease::leave`]).
 
 use std::time::{Duration, Instant};
 
