@@ -155,3 +155,11 @@ fn the_leader_stopped_under_load_exits_in_time_and_writes_nothing_twice() {
     assert!(summary.passed(), "{summary}");
     assert!(!summary.faults.is_empty(), "the nemesis injected faults");
 }
+
+/// Faults shorter than the worker timeout move nothing: a follower cut off for 3.5 s (its
+/// connections reset: no proof of death) and the leader paused until a successor leads (the
+/// successor restarts no healthy worker's tasks, and the woken leader's stale plan is dropped).
+#[test]
+fn short_cuts_and_a_paused_leader_move_no_task_and_write_nothing_twice() {
+    scenario(Nemesis::ShortFaults, 1, 5, true);
+}

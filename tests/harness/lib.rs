@@ -49,7 +49,18 @@ static LOG: Once = Once::new();
 /// Say what a test is doing (stderr, shown by `--nocapture`), once timestamped per process.
 pub fn say(message: impl AsRef<str>) {
     LOG.call_once(|| eprintln!("[harness] binaries from {}", bin_dir().display()));
-    eprintln!("[harness] {}", message.as_ref());
+    // The time of day (UTC) as the nodes' logs print it, to read the two side by side.
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    let (secs, ms) = (now.as_secs() % 86_400, now.subsec_millis());
+    eprintln!(
+        "[harness {:02}:{:02}:{:02}.{ms:03}] {}",
+        secs / 3600,
+        secs / 60 % 60,
+        secs % 60,
+        message.as_ref()
+    );
 }
 
 /// A free TCP port on 127.0.0.1 (bound, then released), never one this process handed out

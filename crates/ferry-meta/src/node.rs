@@ -44,6 +44,9 @@ struct Inner {
     leaving: Mutex<BTreeSet<NodeId>>,
     /// The leader acknowledges heartbeats only if a quorum answered it within this window.
     quorum_window: Duration,
+    /// While this node leads: when a quorum last acknowledged it, as of this process's clock
+    /// (see [`track_quorum`]).
+    quorum_acked: Arc<Mutex<Option<Instant>>>,
     /// How long a write or a linearizable read keeps trying to reach a leader.
     deadline: Duration,
     /// The largest log entry this node proposes (bytes of the encoded request).
@@ -159,6 +162,7 @@ impl MetaNode {
                 leaving: Mutex::new(BTreeSet::new()),
                 overrides,
                 quorum_window,
+                quorum_acked: Arc::new(Mutex::new(None)),
                 deadline,
                 max_entry_bytes,
                 boot,
@@ -170,6 +174,11 @@ impl MetaNode {
             }),
         };
         tokio::spawn(node.clone().follow_standing());
+        tokio::spawn(track_quorum(
+            node.inner.raft.metrics(),
+            id,
+            node.inner.quorum_acked.clone(),
+        ));
         Ok(node)
     }
 
@@ -406,6 +415,26 @@ impl MetaNode {
     /// may never see its last writes applied, gets its answers all the same.
     pub async fn commit_answer(&self, request: Request) -> Result<Response, MetaError> {
         Ok(self.propose(Proposal::Write(request)).await?.answer)
+    }
+
+    /// A write proposed on this node only if it leads, neither forwarded nor retried: for the
+    /// leader's own loops (the scheduler), whose decisions come from this node's view of the
+    /// cluster — a deposed leader's plan must not be carried out by its successor.
+    pub async fn write_here(&self, request: Request) -> Result<Response, MetaError> {
+        if self.leader() != Some(self.id()) {
+            return Err(MetaError::Unavailable {
+                waited_ms: 0,
+                last: "this node does not lead (any more)".to_string(),
+            });
+        }
+        match self.propose_local(&Proposal::Write(request)).await {
+            Ok(reply) => Ok(reply.answer),
+            Err(ProposalError::Refused(reason)) => Err(MetaError::Membership(reason)),
+            Err(e) => Err(MetaError::Unavailable {
+                waited_ms: 0,
+                last: e.to_string(),
+            }),
+        }
     }
 
     /// Carry out a proposal on the leader, wherever it is.
@@ -744,7 +773,7 @@ impl MetaNode {
     /// recently. Not written to the log.
     pub fn receive_heartbeat(&self, beat: &Heartbeat) -> Result<HeartbeatReply, ProposalError> {
         let worker = beat.worker;
-        let (leader, quorum_age, applied, term, matched, removed) = {
+        let (leader, applied, term, matched, removed) = {
             let metrics = self.inner.raft.metrics();
             let m = metrics.borrow();
             let removed = m.membership_config.membership().get_node(&worker).is_none();
@@ -755,7 +784,6 @@ impl MetaNode {
                 .map(|l| l.index);
             (
                 m.current_leader,
-                m.millis_since_quorum_ack,
                 m.last_applied.map(|l| l.index),
                 m.current_term,
                 matched,
@@ -768,8 +796,11 @@ impl MetaNode {
         if let Some(boot) = &beat.boot {
             self.note_boot(worker, boot, term, matched);
         }
-        let recent =
-            quorum_age.is_some_and(|ms| u128::from(ms) <= self.inner.quorum_window.as_millis());
+        // Judged by this process's clock now, not by the age the metrics gave when they were
+        // last reported: a leader paused (SIGSTOP) and woken must not take its old quorum for
+        // a fresh one and grant leases — its own worker's included — after it was deposed.
+        let recent = lock(&self.inner.quorum_acked)
+            .is_some_and(|acked| acked.elapsed() <= self.inner.quorum_window);
         if recent {
             let mut beats = self
                 .inner
@@ -933,5 +964,27 @@ fn check_leader_error(
             ProposalError::Unavailable(q.to_string())
         }
         RaftError::Fatal(f) => ProposalError::Unavailable(format!("raft stopped: {f}")),
+    }
+}
+
+/// Keep `acked` at the instant a quorum last acknowledged this node as leader, from Raft's
+/// metrics (reported after every batch of events, with the age of that acknowledgement at the
+/// time): `None` while it does not lead.
+async fn track_quorum(
+    mut metrics: tokio::sync::watch::Receiver<openraft::RaftMetrics<NodeId, FerryNode>>,
+    me: NodeId,
+    acked: Arc<Mutex<Option<Instant>>>,
+) {
+    loop {
+        let at = {
+            let m = metrics.borrow_and_update();
+            m.millis_since_quorum_ack
+                .filter(|_| m.current_leader == Some(me))
+                .and_then(|ms| Instant::now().checked_sub(Duration::from_millis(ms)))
+        };
+        *lock(&acked) = at;
+        if metrics.changed().await.is_err() {
+            return;
+        }
     }
 }

@@ -514,4 +514,61 @@ mod tests {
             "only the connector instance until tasks are regenerated"
         );
     }
+
+    #[test]
+    fn a_revoked_unit_is_stopped_and_released_and_a_leaving_worker_releases_everything() {
+        let mut s = ClusterState::default();
+        apply(
+            &mut s,
+            Command::PutConnector {
+                name: "a".into(),
+                config: ConfigMap::default(),
+                create: true,
+                expected_version: None,
+            },
+        );
+        apply(
+            &mut s,
+            Command::PutTaskConfigs {
+                name: "a".into(),
+                version: 1,
+                configs: vec![ConfigMap::default(); 2],
+                shared: ConfigMap::default(),
+            },
+        );
+        for task in [0, 1] {
+            apply(
+                &mut s,
+                Command::Assign {
+                    name: "a".into(),
+                    task: Some(task),
+                    worker: Some(1),
+                },
+            );
+        }
+        let revoked = s.assignments["a"].tasks[&0].generation;
+        apply(
+            &mut s,
+            Command::Revoke {
+                name: "a".into(),
+                task: Some(0),
+                generation: revoked,
+            },
+        );
+        let key = |task| ("a".to_string(), Some(task));
+        let mine = desired(&s, 1);
+        assert!(
+            !mine.contains_key(&key(0)),
+            "stopped: it makes its final commit"
+        );
+        assert!(mine.contains_key(&key(1)));
+        let ours = owned(&s, 1);
+        assert_eq!(ours[&key(0)], (revoked, true), "still ours until released");
+        assert_eq!(
+            to_release(&ours, false),
+            BTreeMap::from([(key(0), revoked)])
+        );
+        assert_eq!(to_release(&ours, true).len(), 2, "leaving: everything");
+        assert!(owned(&s, 2).is_empty());
+    }
 }

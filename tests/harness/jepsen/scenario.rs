@@ -1016,9 +1016,16 @@ impl Nemeses<'_> {
                 problems.push(format!("no follower running sink tasks before cut {round}"));
                 continue;
             };
+            let epochs = lease_epochs(self.cluster, &[victim]);
             self.cluster.isolate(victim);
             std::thread::sleep(SHORT_CUT);
             self.cluster.heal();
+            // Its lease lapsed (half the worker timeout): back once it holds one again.
+            if !wait_until(RECOVERY, || lease_epochs(self.cluster, &[victim]) != epochs) {
+                problems.push(format!(
+                    "node {victim} did not hold its lease again after a short cut"
+                ));
+            }
             self.wait_balanced(
                 &all,
                 "every connector settled and balanced after a short cut",

@@ -43,6 +43,22 @@ fn assign(name: &str, task: Option<u32>, worker: u64) -> Command {
     }
 }
 
+fn revoke(name: &str, task: Option<u32>, generation: u64) -> Command {
+    Command::Revoke {
+        name: name.into(),
+        task,
+        generation,
+    }
+}
+
+fn release(name: &str, task: Option<u32>, generation: u64) -> Command {
+    Command::Release {
+        name: name.into(),
+        task,
+        generation,
+    }
+}
+
 fn target(name: &str, target: TargetState) -> Command {
     Command::SetTargetState {
         name: name.into(),
@@ -217,6 +233,78 @@ fn connectors() {
 #[test]
 fn generations_and_fencing() {
     run(vec![
+        Case {
+            name: "a revoke marks the unit, which keeps its worker and generation",
+            commands: vec![
+                put("a", true, None),
+                tasks("a", 1, 1),
+                owns_partition_0("a"),
+                assign("a", Some(0), 1),
+                revoke("a", Some(0), 1),
+                sink_commit("a", 0, 1, 7),
+            ],
+            want: Ok(Outcome::Done),
+            check: |s| {
+                let a = &s.assignments["a"].tasks[&0];
+                assert!(a.revoked);
+                assert_eq!((a.worker, a.generation), (Some(1), 1));
+                assert_eq!(
+                    s.offsets["a"].sink["t"][&0], 7,
+                    "its final commit is accepted"
+                );
+            },
+        },
+        Case {
+            name: "a release unassigns the unit; the next assignment is a new generation",
+            commands: vec![
+                put("a", true, None),
+                tasks("a", 1, 1),
+                assign("a", Some(0), 1),
+                revoke("a", Some(0), 1),
+                release("a", Some(0), 1),
+                assign("a", Some(0), 2),
+            ],
+            want: Ok(Outcome::Assigned { generation: 2 }),
+            check: |s| {
+                let a = &s.assignments["a"].tasks[&0];
+                assert!(!a.revoked);
+                assert_eq!(a.worker, Some(2));
+            },
+        },
+        Case {
+            name: "a release from an older generation is fenced",
+            commands: vec![
+                put("a", true, None),
+                tasks("a", 1, 1),
+                assign("a", Some(0), 1),
+                assign("a", Some(0), 2),
+                release("a", Some(0), 1),
+            ],
+            want: Err(Rejection::StaleGeneration {
+                name: "a".into(),
+                task: Some(0),
+                current: 2,
+                got: 1,
+            }),
+            check: |s| assert_eq!(s.assignments["a"].tasks[&0].worker, Some(2)),
+        },
+        Case {
+            name: "a revoke of an older generation is fenced",
+            commands: vec![
+                put("a", true, None),
+                tasks("a", 1, 1),
+                assign("a", Some(0), 1),
+                assign("a", Some(0), 2),
+                revoke("a", Some(0), 1),
+            ],
+            want: Err(Rejection::StaleGeneration {
+                name: "a".into(),
+                task: Some(0),
+                current: 2,
+                got: 1,
+            }),
+            check: |s| assert!(!s.assignments["a"].tasks[&0].revoked),
+        },
         Case {
             name: "every assignment gets a new generation",
             commands: vec![

@@ -213,7 +213,8 @@ async fn write_all(node: &MetaNode, commands: Vec<Command>) {
             "scheduling"
         );
         let request = Request::new(uuid::Uuid::new_v4().to_string(), command);
-        node.write_answer(request)
+        // Proposed here only: a deposed leader's plan is dropped, never forwarded.
+        node.write_here(request)
     }))
     .buffer_unordered(IN_FLIGHT);
     while let Some(written) = writes.next().await {
