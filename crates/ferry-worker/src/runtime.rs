@@ -448,18 +448,28 @@ mod tests {
         assert!(s.apply(&Request::anonymous(c)).is_ok());
     }
 
+    fn put_a() -> Command {
+        Command::PutConnector {
+            name: "a".into(),
+            config: ConfigMap::default(),
+            create: true,
+            expected_version: None,
+        }
+    }
+
+    fn two_tasks_a() -> Command {
+        Command::PutTaskConfigs {
+            name: "a".into(),
+            version: 1,
+            configs: vec![ConfigMap::default(); 2],
+            shared: ConfigMap::default(),
+        }
+    }
+
     #[test]
     fn a_worker_runs_what_is_assigned_to_it_once_task_configs_are_current() {
         let mut s = ClusterState::default();
-        apply(
-            &mut s,
-            Command::PutConnector {
-                name: "a".into(),
-                config: ConfigMap::default(),
-                create: true,
-                expected_version: None,
-            },
-        );
+        apply(&mut s, put_a());
         apply(
             &mut s,
             Command::Assign {
@@ -469,15 +479,7 @@ mod tests {
             },
         );
         assert_eq!(desired(&s, 1).len(), 1, "the connector instance");
-        apply(
-            &mut s,
-            Command::PutTaskConfigs {
-                name: "a".into(),
-                version: 1,
-                configs: vec![ConfigMap::default(); 2],
-                shared: ConfigMap::default(),
-            },
-        );
+        apply(&mut s, two_tasks_a());
         apply(
             &mut s,
             Command::Assign {
@@ -518,24 +520,8 @@ mod tests {
     #[test]
     fn a_revoked_unit_is_stopped_and_released_and_a_leaving_worker_releases_everything() {
         let mut s = ClusterState::default();
-        apply(
-            &mut s,
-            Command::PutConnector {
-                name: "a".into(),
-                config: ConfigMap::default(),
-                create: true,
-                expected_version: None,
-            },
-        );
-        apply(
-            &mut s,
-            Command::PutTaskConfigs {
-                name: "a".into(),
-                version: 1,
-                configs: vec![ConfigMap::default(); 2],
-                shared: ConfigMap::default(),
-            },
-        );
+        apply(&mut s, put_a());
+        apply(&mut s, two_tasks_a());
         for task in [0, 1] {
             apply(
                 &mut s,

@@ -98,14 +98,7 @@ impl Nemesis {
                 let drawn: Vec<Nemesis> = Self::ALL
                     .into_iter()
                     .filter(|n| {
-                        !matches!(
-                            n,
-                            Nemesis::BigConfig
-                                | Nemesis::RollingRestart
-                                | Nemesis::LeaderChanges
-                                | Nemesis::ShortFaults
-                                | Nemesis::Combined
-                        )
+                        !matches!(n, Nemesis::BigConfig | Nemesis::Combined) && !n.planned()
                     })
                     .collect();
                 *rng.pick(&drawn).unwrap_or(&Nemesis::KillRandom)

@@ -866,130 +866,123 @@ impl Nemeses<'_> {
         }
     }
 
-    /// SIGTERM a node and wait for it to exit; a problem if that took longer than the bound.
-    fn stop_within_bound(&mut self, victim: u64, problems: &mut Vec<String>) -> Duration {
-        let t0 = Instant::now();
-        self.cluster.stop(victim);
-        let took = t0.elapsed();
-        if took > ROLLING_STOP_BOUND {
-            problems.push(format!(
-                "node {victim} took {} ms to stop on SIGTERM (bound {} ms)",
-                took.as_millis(),
-                ROLLING_STOP_BOUND.as_millis()
-            ));
-        }
-        took
-    }
-
-    /// Every node, the leader included, stopped with SIGTERM and started again, one at a
-    /// time, twice over; each stays down longer than the worker timeout. The config clients'
-    /// writes are held meanwhile (a connector they create would rebalance the sink's tasks).
-    fn rolling_round(&mut self) {
+    /// A round of planned changes: the config clients' writes are held (a connector they
+    /// create would rebalance the sink's tasks), every connector settles and balances, `body`
+    /// runs, noting what the changes must not have caused; it returns the fault's description.
+    fn planned_round(&mut self, body: impl FnOnce(&mut Self, &mut Vec<String>) -> String) {
         self.hold.hold();
         self.wait_balanced(
             &live(self.cluster, &self.removed),
-            "every connector settled and balanced before the rolling restart",
+            "every connector settled and balanced before planned changes",
         );
         let mut problems = Vec::new();
-        let mut stops = Vec::new();
-        let mut leaders = 0;
-        for pass in 1..=2 {
-            for victim in live(self.cluster, &self.removed) {
-                let others: Vec<u64> = live(self.cluster, &self.removed)
-                    .into_iter()
-                    .filter(|id| *id != victim)
-                    .collect();
-                let victim_api = api(self.cluster, victim);
-                let before = self.sink_tasks(&others);
-                let was_leader = leader(
-                    self.cluster,
-                    &self.probe,
-                    &live(self.cluster, &self.removed),
-                ) == Some(victim);
-                leaders += usize::from(was_leader);
-                let t0 = Instant::now();
-                stops.push(self.stop_within_bound(victim, &mut problems));
-                while t0.elapsed() < ROLLING_DOWN {
-                    std::thread::sleep(Duration::from_millis(100));
-                }
-                let down = self.sink_tasks(&others);
-                self.cluster.start(victim);
-                let rejoined = self.back_in_balance(victim, &others);
-                let after = self.sink_tasks(&others);
-                undisturbed(victim, &victim_api, &before, &down, &after, &mut problems);
-                match rejoined {
-                    Some(t) => say(format!(
-                        "NEMESIS rolling restart pass {pass}: node {victim}{} stopped in {} ms, down {} ms, running sink tasks again {} ms after its start",
-                        if was_leader { " (the leader)" } else { "" },
-                        stops.last().map_or(0, Duration::as_millis),
-                        ROLLING_DOWN.as_millis(),
-                        t.as_millis()
-                    )),
-                    None => problems.push(format!(
-                        "node {victim} did not run sink tasks again within {} s of its start",
-                        RECOVERY.as_secs()
-                    )),
-                }
-            }
-        }
-        if leaders == 0 {
-            problems.push("no node was the leader when it was stopped".to_string());
-        }
+        let desc = body(self, &mut problems);
         self.hold.release();
-        self.faults.push(format!(
-            "rolling restart ({} stops, slowest {} ms)",
-            stops.len(),
-            stops.iter().max().map_or(0, Duration::as_millis)
-        ));
+        self.faults.push(desc);
         self.planned.extend(problems);
         self.planned_ran = true;
+    }
+
+    /// Stop `victim` with SIGTERM (within the bound), keep it down for `down_for` from the
+    /// signal, start it again and wait until it runs sink tasks in a balanced cluster; the
+    /// other nodes' tasks must be left alone meanwhile. How long the stop and the return took.
+    fn restart_planned(
+        &mut self,
+        victim: u64,
+        down_for: Duration,
+        problems: &mut Vec<String>,
+    ) -> (Duration, Option<Duration>) {
+        let others: Vec<u64> = live(self.cluster, &self.removed)
+            .into_iter()
+            .filter(|id| *id != victim)
+            .collect();
+        let victim_api = api(self.cluster, victim);
+        let before = self.sink_tasks(&others);
+        let t0 = Instant::now();
+        self.cluster.stop(victim);
+        let stop = t0.elapsed();
+        if stop > ROLLING_STOP_BOUND {
+            problems.push(format!(
+                "node {victim} took {} ms to stop on SIGTERM (bound {} ms)",
+                stop.as_millis(),
+                ROLLING_STOP_BOUND.as_millis()
+            ));
+        }
+        while t0.elapsed() < down_for {
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        let down = self.sink_tasks(&others);
+        self.cluster.start(victim);
+        let rejoined = self.back_in_balance(victim, &others);
+        let after = self.sink_tasks(&others);
+        undisturbed(victim, &victim_api, &before, &down, &after, problems);
+        if rejoined.is_none() {
+            problems.push(format!(
+                "node {victim} did not run sink tasks again within {} s of its start",
+                RECOVERY.as_secs()
+            ));
+        }
+        (stop, rejoined)
+    }
+
+    /// Every node, the leader included, stopped with SIGTERM and started again, one at a
+    /// time, twice over; each stays down longer than the worker timeout.
+    fn rolling_round(&mut self) {
+        self.planned_round(|n, problems| {
+            let mut stops = Vec::new();
+            let mut leaders = 0;
+            for pass in 1..=2 {
+                for victim in live(n.cluster, &n.removed) {
+                    let was_leader =
+                        leader(n.cluster, &n.probe, &live(n.cluster, &n.removed)) == Some(victim);
+                    leaders += usize::from(was_leader);
+                    let (stop, rejoined) = n.restart_planned(victim, ROLLING_DOWN, problems);
+                    stops.push(stop);
+                    say(format!(
+                        "NEMESIS rolling restart pass {pass}: node {victim}{} stopped in {} ms, down {} ms, running sink tasks again {:?} ms after its start",
+                        if was_leader { " (the leader)" } else { "" },
+                        stop.as_millis(),
+                        ROLLING_DOWN.as_millis(),
+                        rejoined.map(|t| t.as_millis())
+                    ));
+                }
+            }
+            if leaders == 0 {
+                problems.push("no node was the leader when it was stopped".to_string());
+            }
+            format!(
+                "rolling restart ({} stops, slowest {} ms)",
+                stops.len(),
+                stops.iter().max().map_or(0, Duration::as_millis)
+            )
+        });
     }
 
     /// The leader stopped with SIGTERM and started again `leader_stops` times: each stop is
     /// bounded, and the tasks of the other nodes keep their workers and generations.
     fn leader_round(&mut self) {
-        self.hold.hold();
-        self.wait_balanced(
-            &live(self.cluster, &self.removed),
-            "every connector settled and balanced before the leader changes",
-        );
-        let mut problems = Vec::new();
-        let mut stops = Vec::new();
-        for round in 1..=self.leader_stops {
-            let all = live(self.cluster, &self.removed);
-            let Some(victim) = leader(self.cluster, &self.probe, &all) else {
-                problems.push(format!("no leader before stop {round}"));
-                continue;
-            };
-            let others: Vec<u64> = all.into_iter().filter(|id| *id != victim).collect();
-            let victim_api = api(self.cluster, victim);
-            let before = self.sink_tasks(&others);
-            stops.push(self.stop_within_bound(victim, &mut problems));
-            let down = self.sink_tasks(&others);
-            self.cluster.start(victim);
-            let rejoined = self.back_in_balance(victim, &others);
-            let after = self.sink_tasks(&others);
-            undisturbed(victim, &victim_api, &before, &down, &after, &mut problems);
-            match rejoined {
-                Some(t) => say(format!(
-                    "NEMESIS leader stop {round}: node {victim} stopped on SIGTERM in {} ms, running sink tasks again {} ms after its start",
-                    stops.last().map_or(0, Duration::as_millis),
-                    t.as_millis()
-                )),
-                None => problems.push(format!(
-                    "node {victim} did not run sink tasks again within {} s of its start",
-                    RECOVERY.as_secs()
-                )),
+        self.planned_round(|n, problems| {
+            let mut stops = Vec::new();
+            for round in 1..=n.leader_stops {
+                let Some(victim) = leader(n.cluster, &n.probe, &live(n.cluster, &n.removed))
+                else {
+                    problems.push(format!("no leader before stop {round}"));
+                    continue;
+                };
+                let (stop, rejoined) = n.restart_planned(victim, Duration::ZERO, problems);
+                stops.push(stop);
+                say(format!(
+                    "NEMESIS leader stop {round}: node {victim} stopped on SIGTERM in {} ms, running sink tasks again {:?} ms after its start",
+                    stop.as_millis(),
+                    rejoined.map(|t| t.as_millis())
+                ));
             }
-        }
-        self.hold.release();
-        self.faults.push(format!(
-            "leader stops ({} SIGTERMs, slowest {} ms)",
-            stops.len(),
-            stops.iter().max().map_or(0, Duration::as_millis)
-        ));
-        self.planned.extend(problems);
-        self.planned_ran = true;
+            format!(
+                "leader stops ({} SIGTERMs, slowest {} ms)",
+                stops.len(),
+                stops.iter().max().map_or(0, Duration::as_millis)
+            )
+        });
     }
 
     /// A follower cut off from the others for less than the worker timeout, twice; then the
@@ -997,12 +990,10 @@ impl Nemeses<'_> {
     /// twice. Every task keeps its worker and generation: connection resets are no proof of
     /// death, and a successor waits a full worker timeout for a silent worker.
     fn pause_round(&mut self) {
-        self.hold.hold();
-        self.wait_balanced(
-            &live(self.cluster, &self.removed),
-            "every connector settled and balanced before the short faults",
-        );
-        let mut problems = Vec::new();
+        self.planned_round(Self::short_faults);
+    }
+
+    fn short_faults(&mut self, problems: &mut Vec<String>) -> String {
         for round in 1..=2 {
             let all = live(self.cluster, &self.removed);
             let lead = leader(self.cluster, &self.probe, &all);
@@ -1090,11 +1081,7 @@ impl Nemeses<'_> {
                 PAUSE_AFTER_SUCCESSION.as_millis()
             ));
         }
-        self.hold.release();
-        self.faults
-            .push("2 short cuts of a follower, 2 short pauses of the leader".to_string());
-        self.planned.extend(problems);
-        self.planned_ran = true;
+        "2 short cuts of a follower, 2 short pauses of the leader".to_string()
     }
 
     fn big_round(&mut self) {
@@ -1309,13 +1296,8 @@ impl Nemeses<'_> {
                 });
                 self.cluster.add_node(via, target);
             }
-            Nemesis::Wipe
-            | Nemesis::Rollback
-            | Nemesis::BigConfig
-            | Nemesis::RollingRestart
-            | Nemesis::LeaderChanges
-            | Nemesis::ShortFaults
-            | Nemesis::Combined => {
+            // Rounds of their own (see `round`); combined is drawn into single faults.
+            _ => {
                 unreachable!(
                     "disk faults and the big config have their rounds; combined is drawn into \
                      single faults"
@@ -1328,13 +1310,8 @@ impl Nemeses<'_> {
             Nemesis::Restart => format!("restart {victim}"),
             Nemesis::PartitionMajority | Nemesis::PartitionLeader => format!("isolate {victim}"),
             Nemesis::Membership => format!("add {target}, remove {target}"),
-            Nemesis::Wipe
-            | Nemesis::Rollback
-            | Nemesis::BigConfig
-            | Nemesis::RollingRestart
-            | Nemesis::LeaderChanges
-            | Nemesis::ShortFaults
-            | Nemesis::Combined => {
+            // Rounds of their own (see `round`); combined is drawn into single faults.
+            _ => {
                 unreachable!()
             }
         };
@@ -1384,13 +1361,8 @@ impl Nemeses<'_> {
                 self.removed.insert(target);
                 self.cluster.stop(target);
             }
-            Nemesis::Wipe
-            | Nemesis::Rollback
-            | Nemesis::BigConfig
-            | Nemesis::RollingRestart
-            | Nemesis::LeaderChanges
-            | Nemesis::ShortFaults
-            | Nemesis::Combined => {
+            // Rounds of their own (see `round`); combined is drawn into single faults.
+            _ => {
                 unreachable!()
             }
         }
