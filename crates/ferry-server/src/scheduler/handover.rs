@@ -8,7 +8,7 @@ use std::collections::{HashMap, HashSet};
 use std::time::{Duration, Instant};
 
 use ferry_meta::state::Command;
-use ferry_meta::ClusterState;
+use ferry_meta::{ClusterState, NodeId};
 use tracing::{info, warn};
 
 use super::reducer::Liveness;
@@ -48,9 +48,8 @@ impl Revocations {
                 Some(task) => a.tasks.get(task),
                 None => a.connector.as_ref(),
             });
-            let Some(current) =
-                current.filter(|a| a.worker.is_some_and(|w| live.live.contains(&w)))
-            else {
+            let alive = |w: NodeId| live.live.contains(&w) || live.draining.contains(&w);
+            let Some(current) = current.filter(|a| a.worker.is_some_and(alive)) else {
                 planned.push(command);
                 continue;
             };
@@ -135,7 +134,7 @@ mod tests {
     fn live(ids: &[u64]) -> Liveness {
         Liveness {
             live: ids.iter().copied().collect(),
-            grace: BTreeSet::new(),
+            ..Liveness::default()
         }
     }
 
@@ -206,6 +205,22 @@ mod tests {
             r.plan(&old, vec![assign(Some(2))], &live(&[1, 2]), t, GRACE),
             vec![assign(Some(2))],
             "a cluster below feature level 4 cannot revoke"
+        );
+    }
+
+    #[test]
+    fn a_move_off_a_draining_worker_is_revoked_too() {
+        let s = state(4);
+        let mut r = Revocations::default();
+        let draining = Liveness {
+            live: BTreeSet::from([2]),
+            draining: BTreeSet::from([1]),
+            ..Liveness::default()
+        };
+        let plan = r.plan(&s, vec![assign(Some(2))], &draining, Instant::now(), GRACE);
+        assert!(
+            matches!(plan.as_slice(), [Command::Revoke { .. }]),
+            "removed from the cluster but alive: {plan:?}"
         );
     }
 

@@ -76,6 +76,30 @@ pub fn liveness(
     liveness
 }
 
+/// The workers removed from the cluster's worker set (`remove-node`) that still own units and
+/// still heartbeat: their units are revoked and move once committed, not taken from them.
+fn draining(
+    state: &ClusterState,
+    workers: &BTreeSet<NodeId>,
+    heartbeats: &std::collections::HashMap<NodeId, Instant>,
+    dead: &BTreeSet<NodeId>,
+    now: Instant,
+    timing: Timing,
+) -> BTreeSet<NodeId> {
+    state
+        .assignments
+        .values()
+        .flat_map(|a| a.connector.iter().chain(a.tasks.values()))
+        .filter_map(|a| a.worker)
+        .filter(|w| !workers.contains(w) && !dead.contains(w))
+        .filter(|w| {
+            heartbeats
+                .get(w)
+                .is_some_and(|last| now.saturating_duration_since(*last) < timing.worker_timeout)
+        })
+        .collect()
+}
+
 /// The sink partition spreads that differ from the state.
 fn sink_partition_commands(
     state: &ClusterState,
@@ -186,6 +210,7 @@ pub async fn run(
                     live.grace.insert(worker);
                 }
             }
+            live.draining = draining(state, &workers, &heartbeats, &dead, now, timing);
             let mut commands = Vec::new();
             if let Some(partitions) = &partitions {
                 commands.extend(sink_partition_commands(state, &plugins, partitions));

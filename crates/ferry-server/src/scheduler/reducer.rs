@@ -23,6 +23,9 @@ pub struct Liveness {
     pub live: BTreeSet<NodeId>,
     /// Workers silent for less than the rebalance delay: they keep their units, get no new ones.
     pub grace: BTreeSet<NodeId>,
+    /// Workers alive but no longer in the cluster's worker set (`remove-node`): every unit of
+    /// theirs moves, and they get none (the move is planned: see `handover`).
+    pub draining: BTreeSet<NodeId>,
 }
 
 /// Every unit the state asks for, in a stable order.
@@ -58,7 +61,9 @@ pub fn assign(state: &ClusterState, liveness: &Liveness) -> Vec<Command> {
         let current = owner(state, &unit);
         match current {
             Some(w) if liveness.grace.contains(&w) && !liveness.live.contains(&w) => {}
-            Some(w) if liveness.live.contains(&w) => movable.push((unit, Some(w))),
+            Some(w) if liveness.live.contains(&w) || liveness.draining.contains(&w) => {
+                movable.push((unit, Some(w)))
+            }
             _ => movable.push((unit, None)),
         }
     }
@@ -177,7 +182,7 @@ mod tests {
     fn live(ids: &[NodeId]) -> Liveness {
         Liveness {
             live: ids.iter().copied().collect(),
-            grace: BTreeSet::new(),
+            ..Liveness::default()
         }
     }
 
@@ -276,8 +281,24 @@ mod tests {
         let liveness = Liveness {
             live: BTreeSet::from([1, 2]),
             grace: BTreeSet::from([3]),
+            ..Liveness::default()
         };
         assert!(assign(&s, &liveness).is_empty());
+    }
+
+    #[test]
+    fn a_draining_worker_gives_up_every_unit_and_gets_none() {
+        let mut s = state(&[("a", 5)]);
+        settle(&mut s, &live(&[1, 2, 3]));
+        let liveness = Liveness {
+            live: BTreeSet::from([1, 2]),
+            draining: BTreeSet::from([3]),
+            ..Liveness::default()
+        };
+        settle(&mut s, &liveness);
+        let l = loads(&s);
+        assert!(!l.contains_key(&3), "{l:?}");
+        assert_eq!(l.values().sum::<usize>(), 6);
     }
 
     #[test]
