@@ -117,6 +117,13 @@ impl Nemesis {
         )
     }
 
+    /// Whether the scenario must write no record twice, whatever the sink: planned changes,
+    /// and `membership` (a node added takes its share by revocation; `remove-node` moves the
+    /// removed worker's units the same way).
+    pub fn writes_nothing_twice(self) -> bool {
+        self.planned() || self == Nemesis::Membership
+    }
+
     pub fn displaces(self) -> bool {
         matches!(
             self,

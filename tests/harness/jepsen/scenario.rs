@@ -1599,7 +1599,7 @@ pub fn run(s: &Scenario) -> Summary {
     let summary = Summary {
         label: s.label(),
         // Planned restarts write nothing twice, whatever the sink.
-        exactly_once: s.sink.exactly_once() || s.nemesis.planned(),
+        exactly_once: s.sink.exactly_once() || s.nemesis.writes_nothing_twice(),
         faults,
         delivery,
         replayed,
