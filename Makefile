@@ -21,16 +21,19 @@ unit:
 	$(CARGO) test --workspace --exclude ferry-tests --locked
 
 e2e: build
+	./scripts/testbed/kafka.sh
 	./scripts/testbed/python.sh
 	./scripts/testbed/hdfs.sh
 	./scripts/testbed/postgres.sh
 	$(CARGO) test -p ferry-tests --locked -- --test-threads=1 --nocapture
 
 run:
+	./scripts/testbed/kafka.sh
 	$(CARGO) build -p ferry-server -p ferry-cli -p ferry-tests --bins --locked
 	./scripts/run-local.sh
 
 bench:
+	./scripts/testbed/kafka.sh
 	./scripts/testbed/kcat.sh
 	./scripts/testbed/hdfs.sh
 	./scripts/testbed/postgres.sh
@@ -41,6 +44,7 @@ bench:
 # (see README "Reliability"). Narrow it with ARGS, e.g. ARGS="--nemesis pause --seed 7 --duration 20".
 ARGS ?= --nemesis all --sink all --seed 1,2,3 --duration 40
 jepsen:
+	./scripts/testbed/kafka.sh
 	./scripts/testbed/hdfs.sh
 	./scripts/testbed/postgres.sh
 	$(CARGO) build --workspace --bins --locked

@@ -21,7 +21,8 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 rm -rf "$libs"
 mkdir -p "$libs"
-if ! mvn -q -B -Dstyle.color=never -f "$pom" dependency:copy-dependencies -DoutputDirectory="$PWD/$libs"; then
+if ! mvn -q -B -Dstyle.color=never -f "$pom" dependency:copy-dependencies -DoutputDirectory="$PWD/$libs" >target/kafka/fetch.log 2>&1; then
+  cat target/kafka/fetch.log >&2
   echo "kafka.sh: cannot fetch Apache Kafka $version's jars from Maven Central (see above)" >&2
   exit 1
 fi

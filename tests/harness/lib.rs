@@ -1,6 +1,7 @@
 //! Test harness: real `ferryd` processes on loopback with ephemeral ports, the real `ferry`
 //! CLI, and waits with deadlines (never fixed sleeps); and the fault suite's checkers.
 
+pub mod brokers;
 pub mod hdfs;
 pub mod jepsen;
 pub mod pipeline;

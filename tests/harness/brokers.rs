@@ -1,0 +1,311 @@
+//! Real Apache Kafka for a test: 1 or 3 combined broker+controller KRaft nodes on loopback,
+//! run from the jars `scripts/testbed/kafka.sh` fetches into `target/kafka/libs`, each a
+//! process of its own with a formatted data directory in a temporary directory; stopped on
+//! drop. A node can be killed (`kill -9`), paused (SIGSTOP/SIGCONT) and started again; topics
+//! are made through the Admin API, as a user's tools make them.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use nix::sys::signal::{kill, Signal};
+use nix::unistd::Pid;
+use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
+use rdkafka::client::DefaultClientContext;
+use rdkafka::config::ClientConfig;
+use rdkafka::consumer::{BaseConsumer, Consumer};
+
+use crate::{free_port, say, wait_for};
+
+/// How long a cluster has to answer after its start.
+const BOOT: Duration = Duration::from_secs(90);
+
+/// The jars of the pinned Kafka release.
+pub fn libs() -> PathBuf {
+    let libs = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/kafka/libs");
+    assert!(
+        has_jars(&libs),
+        "no Kafka jars in {}: run ./scripts/testbed/kafka.sh",
+        libs.display()
+    );
+    libs
+}
+
+fn has_jars(dir: &Path) -> bool {
+    std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .any(|e| e.file_name().to_string_lossy().starts_with("kafka_2.13-"))
+}
+
+/// A `java` command on the Kafka classpath.
+fn java(main_class: &str) -> Command {
+    let mut cmd = Command::new("java");
+    cmd.arg("-cp")
+        .arg(format!("{}/*", libs().display()))
+        .arg(main_class);
+    cmd
+}
+
+struct Node {
+    id: u32,
+    port: u16,
+    config: PathBuf,
+    log: PathBuf,
+    child: Option<Child>,
+}
+
+/// A running Kafka cluster.
+pub struct Brokers {
+    /// `host:port,…` of every broker.
+    pub bootstrap: String,
+    nodes: Vec<Node>,
+    _dir: tempfile::TempDir,
+}
+
+impl Brokers {
+    /// Start `count` (1 or 3) broker+controller nodes, formatted afresh, and wait until the
+    /// cluster answers metadata requests. With three, topics default to three replicas and
+    /// `min.insync.replicas=2`.
+    pub fn start(count: u32) -> Brokers {
+        assert!(count == 1 || count == 3, "1 or 3 brokers, not {count}");
+        let started = Instant::now();
+        let dir = tempfile::Builder::new()
+            .prefix("ferry-kafka-")
+            .tempdir()
+            .expect("tempdir for Kafka");
+        let ports: Vec<(u16, u16)> = (0..count).map(|_| (free_port(), free_port())).collect();
+        let voters: Vec<String> = ports
+            .iter()
+            .enumerate()
+            .map(|(i, (_, controller))| format!("{}@127.0.0.1:{controller}", i + 1))
+            .collect();
+        let replicas = count.min(3);
+        let cluster_id = kafka_uuid();
+        let mut nodes = Vec::new();
+        for (i, (port, controller)) in ports.iter().enumerate() {
+            let id = i as u32 + 1;
+            let data = dir.path().join(format!("kafka{id}"));
+            let config = dir.path().join(format!("server{id}.properties"));
+            let properties = [
+                "process.roles=broker,controller".to_string(),
+                format!("node.id={id}"),
+                format!("controller.quorum.voters={}", voters.join(",")),
+                format!(
+                    "listeners=PLAINTEXT://127.0.0.1:{port},CONTROLLER://127.0.0.1:{controller}"
+                ),
+                format!("advertised.listeners=PLAINTEXT://127.0.0.1:{port}"),
+                "controller.listener.names=CONTROLLER".to_string(),
+                "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT"
+                    .to_string(),
+                format!("log.dirs={}", data.display()),
+                format!("default.replication.factor={replicas}"),
+                format!("min.insync.replicas={}", if replicas == 3 { 2 } else { 1 }),
+                format!("offsets.topic.replication.factor={replicas}"),
+                format!("transaction.state.log.replication.factor={replicas}"),
+                format!("transaction.state.log.min.isr={}", replicas.min(2)),
+                format!("share.coordinator.state.topic.replication.factor={replicas}"),
+                format!("share.coordinator.state.topic.min.isr={}", replicas.min(2)),
+                "group.initial.rebalance.delay.ms=0".to_string(),
+                "auto.create.topics.enable=false".to_string(),
+            ];
+            std::fs::write(&config, properties.join("\n") + "\n").expect("server.properties");
+            let formatted = java("kafka.tools.StorageTool")
+                .args(["format", "-t", &cluster_id, "-c"])
+                .arg(&config)
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped())
+                .output()
+                .expect("run Kafka's StorageTool (is Java installed?)");
+            assert!(
+                formatted.status.success(),
+                "formatting Kafka node {id} failed: {}",
+                String::from_utf8_lossy(&formatted.stderr)
+            );
+            nodes.push(Node {
+                id,
+                port: *port,
+                config,
+                log: dir.path().join(format!("kafka{id}.log")),
+                child: None,
+            });
+        }
+        let mut brokers = Brokers {
+            bootstrap: nodes
+                .iter()
+                .map(|n| format!("127.0.0.1:{}", n.port))
+                .collect::<Vec<_>>()
+                .join(","),
+            nodes,
+            _dir: dir,
+        };
+        for i in 0..brokers.nodes.len() {
+            brokers.spawn(i);
+        }
+        brokers.wait_ready();
+        say(format!(
+            "Apache Kafka: {count} broker(s) at {} ready in {} ms",
+            brokers.bootstrap,
+            started.elapsed().as_millis()
+        ));
+        brokers
+    }
+
+    fn spawn(&mut self, index: usize) {
+        let node = &mut self.nodes[index];
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&node.log)
+            .expect("Kafka log file");
+        let err = log.try_clone().expect("Kafka log file");
+        let child = java("kafka.Kafka")
+            .arg(&node.config)
+            .env("KAFKA_HEAP_OPTS", "-Xmx512m")
+            .stdout(Stdio::from(log))
+            .stderr(Stdio::from(err))
+            .spawn()
+            .expect("start a Kafka broker");
+        node.child = Some(child);
+    }
+
+    /// Wait until every broker is in the cluster's metadata.
+    fn wait_ready(&self) {
+        let consumer: BaseConsumer = ClientConfig::new()
+            .set("bootstrap.servers", &self.bootstrap)
+            .create()
+            .expect("a metadata client");
+        let want = self.nodes.len();
+        wait_for("every Kafka broker in the metadata", BOOT, || {
+            let metadata = consumer.fetch_metadata(None, Duration::from_secs(2)).ok()?;
+            (metadata.brokers().len() == want).then_some(())
+        });
+    }
+
+    /// The broker with this id (1-based) as `host:port`.
+    pub fn broker(&self, id: u32) -> String {
+        format!("127.0.0.1:{}", self.node(id).port)
+    }
+
+    fn node(&self, id: u32) -> &Node {
+        self.nodes
+            .iter()
+            .find(|n| n.id == id)
+            .unwrap_or_else(|| panic!("no Kafka node {id}"))
+    }
+
+    fn index(&self, id: u32) -> usize {
+        self.nodes
+            .iter()
+            .position(|n| n.id == id)
+            .unwrap_or_else(|| panic!("no Kafka node {id}"))
+    }
+
+    /// Create topics (name, partitions) through the Admin API and wait until they exist.
+    pub fn create_topics(&self, topics: &[(&str, i32)]) {
+        let admin: AdminClient<DefaultClientContext> = ClientConfig::new()
+            .set("bootstrap.servers", &self.bootstrap)
+            .create()
+            .expect("an admin client");
+        let replicas = self.nodes.len().min(3) as i32;
+        let new: Vec<NewTopic> = topics
+            .iter()
+            .map(|(name, partitions)| {
+                NewTopic::new(name, *partitions, TopicReplication::Fixed(replicas))
+            })
+            .collect();
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("a runtime for the admin client");
+        let options = AdminOptions::new().operation_timeout(Some(Duration::from_secs(30)));
+        let results = runtime
+            .block_on(admin.create_topics(new.iter(), &options))
+            .expect("CreateTopics");
+        for result in results {
+            if let Err((topic, code)) = result {
+                panic!("cannot create topic {topic}: {code}");
+            }
+        }
+    }
+
+    /// `kill -9` one node.
+    pub fn kill9(&mut self, id: u32) {
+        let index = self.index(id);
+        if let Some(mut child) = self.nodes[index].child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+            say(format!("killed -9 Kafka node {id}"));
+        }
+    }
+
+    /// SIGSTOP or SIGCONT one node.
+    pub fn signal(&self, id: u32, signal: Signal) {
+        let child = self.node(id).child.as_ref().expect("the Kafka node runs");
+        kill(Pid::from_raw(child.id() as i32), signal).expect("signal the Kafka node");
+        say(format!("sent {signal:?} to Kafka node {id}"));
+    }
+
+    /// Start a node again (after `kill9`) on its data directory.
+    pub fn restart(&mut self, id: u32) {
+        let index = self.index(id);
+        assert!(
+            self.nodes[index].child.is_none(),
+            "Kafka node {id} still runs"
+        );
+        self.spawn(index);
+        say(format!("started Kafka node {id} again"));
+    }
+
+    /// Every record of `topic` as Kafka's own console consumer reads it (values, one per line),
+    /// stopping once `expected` are read or after `timeout`: an independent reader.
+    pub fn console_consume(&self, topic: &str, expected: usize, timeout: Duration) -> Vec<String> {
+        let out = java("org.apache.kafka.tools.consumer.ConsoleConsumer")
+            .args(["--bootstrap-server", &self.bootstrap, "--topic", topic])
+            .args(["--from-beginning", "--max-messages", &expected.to_string()])
+            .args(["--timeout-ms", &timeout.as_millis().to_string()])
+            .stderr(Stdio::null())
+            .output()
+            .expect("run Kafka's console consumer");
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .map(str::to_string)
+            .collect()
+    }
+
+    /// The last lines of every node's log, for a failing test's report.
+    pub fn log_tails(&self, lines: usize) -> String {
+        let mut out = String::new();
+        for node in &self.nodes {
+            let text = std::fs::read_to_string(&node.log).unwrap_or_default();
+            let tail: Vec<&str> = text.lines().rev().take(lines).collect();
+            out.push_str(&format!("---- Kafka node {} ----\n", node.id));
+            for line in tail.iter().rev() {
+                out.push_str(line);
+                out.push('\n');
+            }
+        }
+        out
+    }
+}
+
+impl Drop for Brokers {
+    fn drop(&mut self) {
+        for node in &mut self.nodes {
+            if let Some(mut child) = node.child.take() {
+                let _ = child.kill();
+                let _ = child.wait();
+            }
+        }
+        if std::thread::panicking() {
+            eprintln!("{}", self.log_tails(30));
+        }
+    }
+}
+
+/// A cluster id as Kafka writes them: 16 random bytes, URL-safe base64 without padding.
+fn kafka_uuid() -> String {
+    use base64::Engine;
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(uuid::Uuid::new_v4().as_bytes())
+}
