@@ -842,7 +842,7 @@ impl Nemeses<'_> {
         let mut workers: BTreeSet<String> =
             others.iter().map(|id| api(self.cluster, *id)).collect();
         workers.insert(victim_api.clone());
-        loop {
+        let rejoined = wait_until(RECOVERY, || {
             let ask = live(self.cluster, &self.removed);
             let settled = settled(
                 self.cluster,
@@ -856,14 +856,9 @@ impl Nemeses<'_> {
                 .sink_tasks(others)
                 .values()
                 .any(|(worker, _)| *worker == victim_api);
-            if settled && takes_part && self.balanced(others, &workers) {
-                return Some(back.elapsed());
-            }
-            if back.elapsed() > RECOVERY {
-                return None;
-            }
-            std::thread::sleep(Duration::from_millis(100));
-        }
+            settled && takes_part && self.balanced(others, &workers)
+        });
+        rejoined.then(|| back.elapsed())
     }
 
     /// A round of planned changes: the config clients' writes are held (a connector they
