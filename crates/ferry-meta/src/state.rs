@@ -133,6 +133,10 @@ pub struct Assignment {
     /// this generation and releases it ([`Command::Release`]); only then is it assigned again.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub revoked: bool,
+    /// Unassigned by its owner's release: the worker it was revoked from, which the scheduler
+    /// does not give it back to while another has room (that would restart it where it ran).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub released_by: Option<NodeId>,
 }
 
 /// The assignments of one connector.
@@ -814,6 +818,7 @@ impl ClusterState {
                     worker: *worker,
                     generation,
                     revoked: false,
+                    released_by: None,
                 };
                 let entry = self.assignments.entry(name.clone()).or_default();
                 match task {
@@ -849,7 +854,7 @@ impl ClusterState {
             } => {
                 self.check_generation(name, *task, *generation)?;
                 if let Some(a) = self.assignment_mut(name, *task) {
-                    a.worker = None;
+                    a.released_by = a.worker.take();
                     a.revoked = false;
                 }
                 let status = self.status_mut(name, *task);
@@ -1043,6 +1048,7 @@ impl ClusterState {
                     worker: None,
                     generation,
                     revoked: false,
+                    released_by: None,
                 };
                 match task {
                     Some(task) => {

@@ -6,7 +6,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use ferry_meta::state::{Command, TopicPartitionRef};
+use ferry_meta::state::{Assignment, Command, TopicPartitionRef};
 use ferry_meta::{ClusterState, NodeId};
 
 /// A connector instance (`task: None`) or one of its tasks.
@@ -46,66 +46,90 @@ pub fn units(state: &ClusterState) -> Vec<Unit> {
     units
 }
 
-fn owner(state: &ClusterState, unit: &Unit) -> Option<NodeId> {
+fn assignment<'a>(state: &'a ClusterState, unit: &Unit) -> Option<&'a Assignment> {
     let assignment = state.assignments.get(&unit.connector)?;
     match unit.task {
-        Some(task) => assignment.tasks.get(&task)?.worker,
-        None => assignment.connector?.worker,
+        Some(task) => assignment.tasks.get(&task),
+        None => assignment.connector.as_ref(),
     }
 }
 
 /// The assignment commands that bring the state to a balanced placement on `liveness`.
+///
+/// Two rules keep a planned move from being undone by the next plan (which would restart a
+/// unit on the worker it never left): a unit revoked from or released by a worker counts as
+/// gone from it and goes elsewhere if any other worker has room; and while a worker is in
+/// grace its share is unknown (a new leader has not heard from it yet, or its heartbeat is
+/// late), so units on live workers stay where they are — only units without a live owner are
+/// placed, not back where they were revoked from even above another's share — until it is
+/// heard from or gone.
 pub fn assign(state: &ClusterState, liveness: &Liveness) -> Vec<Command> {
-    let mut movable: Vec<(Unit, Option<NodeId>)> = Vec::new();
-    for unit in units(state) {
-        let current = owner(state, &unit);
-        match current {
-            Some(w) if liveness.grace.contains(&w) && !liveness.live.contains(&w) => {}
-            Some(w) if liveness.live.contains(&w) || liveness.draining.contains(&w) => {
-                movable.push((unit, Some(w)))
-            }
-            _ => movable.push((unit, None)),
-        }
-    }
+    let rebalance = liveness.grace.is_empty();
     let workers: Vec<NodeId> = liveness.live.iter().copied().collect();
-    let mut placed: BTreeMap<Unit, Option<NodeId>> = BTreeMap::new();
-    if workers.is_empty() {
-        for (unit, _) in &movable {
-            placed.insert(unit.clone(), None);
+    let mut owned: BTreeMap<NodeId, Vec<Unit>> = workers.iter().map(|w| (*w, Vec::new())).collect();
+    // The units the plan may place, with where they run now.
+    let mut movable: Vec<(Unit, Option<NodeId>)> = Vec::new();
+    let mut pool: Vec<(Unit, Option<NodeId>)> = Vec::new();
+    for unit in units(state) {
+        let current = assignment(state, &unit);
+        let worker = current.and_then(|a| a.worker);
+        if worker.is_some_and(|w| liveness.grace.contains(&w) && !liveness.live.contains(&w)) {
+            // A silent worker within its grace keeps its units.
+            continue;
         }
-    } else {
+        // The worker a unit should not go back to: revoked from it, or released by it
+        // (putting it back would restart it where it ran).
+        let revoked = current.is_some_and(|a| a.revoked);
+        let avoid = match worker {
+            Some(w) => Some(w).filter(|_| revoked),
+            None => current.and_then(|a| a.released_by),
+        };
+        match worker.and_then(|w| owned.get_mut(&w)).filter(|_| !revoked) {
+            Some(list) => list.push(unit.clone()),
+            None => pool.push((unit.clone(), avoid)),
+        }
+        movable.push((unit, worker));
+    }
+    let mut placed: BTreeMap<Unit, Option<NodeId>> = BTreeMap::new();
+    if !workers.is_empty() {
         let n = movable.len();
         let (base, extra) = (n / workers.len(), n % workers.len());
-        let mut owned: BTreeMap<NodeId, Vec<Unit>> =
-            workers.iter().map(|w| (*w, Vec::new())).collect();
-        let mut pool = Vec::new();
-        for (unit, current) in &movable {
-            match current.and_then(|w| owned.get_mut(&w)) {
-                Some(list) => list.push(unit.clone()),
-                None => pool.push(unit.clone()),
-            }
-        }
         // The most loaded workers get the larger caps: fewest moves.
         let mut by_load: Vec<NodeId> = workers.clone();
         by_load.sort_by_key(|w| (std::cmp::Reverse(owned[w].len()), *w));
         let caps: BTreeMap<NodeId, usize> = by_load
             .iter()
             .enumerate()
-            .map(|(i, w)| (*w, base + usize::from(i < extra)))
+            .map(|(i, w)| {
+                let fair = base + usize::from(i < extra);
+                // Not rebalancing: a worker above its share keeps what it has.
+                let cap = if rebalance {
+                    fair
+                } else {
+                    fair.max(owned[w].len())
+                };
+                (*w, cap)
+            })
             .collect();
         for (worker, list) in owned.iter_mut() {
             let cap = caps[worker];
             if list.len() > cap {
-                pool.extend(list.split_off(cap));
+                pool.extend(list.split_off(cap).into_iter().map(|unit| (unit, None)));
             }
         }
         pool.sort();
-        for unit in pool {
+        for (unit, avoid) in pool {
+            // Back to the worker it was revoked from only if no other has room; while
+            // rebalancing waits, above another's share rather than back (the rebalance that
+            // follows evens the loads out by moving, not restarting in place).
+            let fits = |w: &NodeId| {
+                owned[w].len() < caps[w] || (!rebalance && avoid.is_some_and(|a| a != *w))
+            };
             let target = workers
                 .iter()
                 .copied()
-                .filter(|w| owned[w].len() < caps[w])
-                .min_by_key(|w| (owned[w].len(), *w));
+                .filter(fits)
+                .min_by_key(|w| (Some(*w) == avoid, owned[w].len(), *w));
             if let Some(w) = target {
                 if let Some(list) = owned.get_mut(&w) {
                     list.push(unit);
@@ -122,12 +146,10 @@ pub fn assign(state: &ClusterState, liveness: &Liveness) -> Vec<Command> {
         .into_iter()
         .filter_map(|(unit, current)| {
             let target = placed.get(&unit).copied().flatten();
-            (target != current || (target.is_none() && owner(state, &unit).is_some())).then(|| {
-                Command::Assign {
-                    name: unit.connector.clone(),
-                    task: unit.task,
-                    worker: target,
-                }
+            (target != current).then(|| Command::Assign {
+                name: unit.connector.clone(),
+                task: unit.task,
+                worker: target,
             })
         })
         .collect()
@@ -196,6 +218,10 @@ mod tests {
     fn settle(s: &mut ClusterState, liveness: &Liveness) {
         let commands = assign(s, liveness);
         apply_all(s, &commands);
+    }
+
+    fn owner(state: &ClusterState, unit: &Unit) -> Option<NodeId> {
+        assignment(state, unit)?.worker
     }
 
     fn loads(s: &ClusterState) -> BTreeMap<NodeId, usize> {
@@ -336,5 +362,114 @@ mod tests {
         assert_eq!(sizes, vec![2, 2, 1]);
         assert_eq!(spread[&1][0].partition, 1);
         assert!(super::spread(&parts, 0).is_empty());
+    }
+
+    /// A worker comes back and the leader moves its share to it through revocations, while
+    /// the owners release in any order and, now and then, one worker is not heard from for a
+    /// while (a new leader settling, a late heartbeat): no unit revoked from or released by a
+    /// worker is ever assigned back to it (that would restart it where it ran), and the
+    /// placement ends balanced and stable.
+    #[test]
+    fn a_revoked_unit_is_never_given_back_to_its_owner() {
+        let mut rng: u64 = 0x9e37_79b9_7f4a_7c15;
+        let mut next = move |below: u64| {
+            rng = rng
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            (rng >> 33) % below
+        };
+        let all = live(&[1, 2, 3]);
+        for shape in [
+            &[("a", 3), ("b", 1)][..],
+            &[("a", 2), ("b", 1)],
+            &[("a", 4), ("b", 1), ("c", 1)],
+            &[("a", 3)],
+            &[("a", 5), ("b", 2)],
+        ] {
+            for returning in [1, 2, 3] {
+                for _ in 0..200 {
+                    let mut s = state(shape);
+                    apply_all(&mut s, &[Command::SetFeatureLevel { level: 4 }]);
+                    let others: Vec<NodeId> =
+                        [1, 2, 3].into_iter().filter(|w| *w != returning).collect();
+                    settle(&mut s, &live(&others));
+                    let mut from: BTreeMap<Unit, NodeId> = BTreeMap::new();
+                    for round in 0..100 {
+                        let silent = next(10) + 1;
+                        let liveness = if silent <= 3 && round < 60 {
+                            Liveness {
+                                live: all.live.iter().copied().filter(|w| *w != silent).collect(),
+                                grace: BTreeSet::from([silent]),
+                                ..Liveness::default()
+                            }
+                        } else {
+                            all.clone()
+                        };
+                        for command in assign(&s, &liveness) {
+                            let Command::Assign { name, task, worker } = &command else {
+                                continue;
+                            };
+                            let unit = Unit {
+                                connector: name.clone(),
+                                task: *task,
+                            };
+                            let Some(current) = assignment(&s, &unit).copied() else {
+                                continue;
+                            };
+                            match current.worker {
+                                Some(owner) if !current.revoked => {
+                                    from.insert(unit, owner);
+                                    let revoke = Command::Revoke {
+                                        name: name.clone(),
+                                        task: *task,
+                                        generation: current.generation,
+                                    };
+                                    apply_all(&mut s, &[revoke]);
+                                }
+                                Some(_) => {} // waits for its release
+                                None => {
+                                    let back = from.remove(&unit);
+                                    assert!(
+                                        back.is_none() || back != *worker,
+                                        "{unit:?} went back to {back:?} ({shape:?}, worker {returning} returning)"
+                                    );
+                                    apply_all(&mut s, std::slice::from_ref(&command));
+                                }
+                            }
+                        }
+                        // One owner releases one revoked unit.
+                        let revoked: Vec<(Unit, u64)> = units(&s)
+                            .into_iter()
+                            .filter_map(|u| {
+                                let a = assignment(&s, &u).filter(|a| a.revoked)?;
+                                Some((u.clone(), a.generation))
+                            })
+                            .collect();
+                        if !revoked.is_empty() {
+                            let (unit, generation) =
+                                revoked[next(revoked.len() as u64) as usize].clone();
+                            apply_all(
+                                &mut s,
+                                &[Command::Release {
+                                    name: unit.connector,
+                                    task: unit.task,
+                                    generation,
+                                }],
+                            );
+                        }
+                    }
+                    assert!(
+                        assign(&s, &all).is_empty(),
+                        "stable once every move is done"
+                    );
+                    let counts: Vec<usize> = loads(&s).values().copied().collect();
+                    let (min, max) = (counts.iter().min(), counts.iter().max());
+                    assert!(
+                        min.zip(max).is_some_and(|(a, b)| b - a <= 1),
+                        "balanced: {counts:?}"
+                    );
+                }
+            }
+        }
     }
 }
