@@ -25,7 +25,8 @@ e2e: build
 	./scripts/testbed/python.sh
 	./scripts/testbed/hdfs.sh
 	./scripts/testbed/postgres.sh
-	$(CARGO) test -p ferry-tests --locked -- --test-threads=1 --nocapture
+	# One real single-broker Kafka for the whole run; each test empties it first (tests/harness).
+	$(CURDIR)/target/debug/ferry-kafka -- $(CARGO) test -p ferry-tests --locked -- --test-threads=1 --nocapture
 
 run:
 	./scripts/testbed/kafka.sh
@@ -38,7 +39,8 @@ bench:
 	./scripts/testbed/hdfs.sh
 	./scripts/testbed/postgres.sh
 	$(CARGO) build --release --workspace --locked
-	FERRY_BIN_DIR=$(CURDIR)/target/release $(CURDIR)/target/release/ferry-bench
+	# The broker with a full JIT and a larger heap than the tests' (see tests/harness/brokers.rs).
+	FERRY_KAFKA_JVM_OPTS="-Xms1g -Xmx1g -XX:+UseG1GC" FERRY_BIN_DIR=$(CURDIR)/target/release $(CURDIR)/target/release/ferry-bench
 
 # The fault suite's matrix: every nemesis x every sink x three seeds, one scenario at a time
 # (see README "Reliability"). Narrow it with ARGS, e.g. ARGS="--nemesis pause --seed 7 --duration 20".

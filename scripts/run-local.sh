@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# `make run`: a local three-node Ferry cluster on loopback with a Kafka-protocol broker
-# (librdkafka's mock cluster, in-memory) and a demo FileStream pipeline:
+# `make run`: a local three-node Ferry cluster on loopback with a real Apache Kafka broker
+# (KRaft, single node, from the jars scripts/testbed/kafka.sh fetched) and a demo FileStream
+# pipeline:
 #   .run/demo-input.txt -> FileStreamSource -> topic demo-lines (3 partitions)
 #     -> FileStreamSink (3 tasks) -> .run/nodeN/demo-sink.out on each node.
 # Configs, logs and data go to .run/ (FERRY_RUN_DIR); Ctrl-C stops everything by PID.
@@ -17,15 +18,20 @@ stop() {
 }
 trap stop EXIT INT TERM
 
-# The broker: stdin held open by a pipe from sleep, so that it lives as long as this script.
+# The broker: stdin held open by a pipe from sleep, so that it lives as long as this script;
+# stopping the sleep closes the pipe and ferry-kafka stops its broker and exits.
 mkfifo "$run/kafka.in" 2>/dev/null || true
-"$bin/ferry-mock-kafka" demo-lines:3 <"$run/kafka.in" >"$run/kafka.out" 2>"$run/kafka.log" &
-pids+=($!)
+"$bin/ferry-kafka" demo-lines:3 <"$run/kafka.in" >"$run/kafka.out" 2>"$run/kafka.log" &
 sleep infinity >"$run/kafka.in" &
 pids+=($!)
-for _ in $(seq 1 50); do grep -q bootstrap= "$run/kafka.out" 2>/dev/null && break; sleep 0.1; done
+for _ in $(seq 1 600); do grep -q bootstrap= "$run/kafka.out" 2>/dev/null && break; sleep 0.1; done
 bootstrap=$(sed -n 's/^bootstrap=//p' "$run/kafka.out")
-echo "Kafka (mock broker): $bootstrap"
+if [ -z "$bootstrap" ]; then
+  echo "Kafka did not start within 60 s; its log:" >&2
+  tail -n 30 "$run/kafka.log" >&2
+  exit 1
+fi
+echo "Kafka (Apache Kafka, one KRaft broker): $bootstrap"
 
 peers=""
 for i in 1 2 3; do
@@ -82,7 +88,7 @@ echo "demo-sink wrote $( (cat "$run"/node*/demo-sink.out 2>/dev/null || true) | 
 
 cat <<TXT
 
-Ferry is running: three nodes on 127.0.0.1:7101-7103, a mock Kafka broker at $bootstrap,
+Ferry is running: three nodes on 127.0.0.1:7101-7103, an Apache Kafka broker at $bootstrap,
 and the demo pipeline $input -> demo-lines -> $run/node*/demo-sink.out (logs and data in $run).
 Try, in another shell:
   export FERRY_SERVER=$FERRY_SERVER

@@ -1,5 +1,5 @@
-//! Converters end to end: real `ferryd` processes and the mock broker; what travels through
-//! Kafka is Kafka Connect's wire format, read back by a connector with a different converter.
+//! Converters end to end: real `ferryd` processes and a real Apache Kafka broker; what travels
+//! through Kafka is Kafka Connect's wire format, read back by a connector with a different converter.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;

@@ -141,7 +141,8 @@ fn committed(
 #[test]
 fn seed_000_config_writes_avro_into_real_hdfs_exactly_once_across_a_kill_9() {
     let hdfs = Hdfs::start();
-    let kafka = Kafka::start(&[(TOPIC, PARTITIONS as i32)]);
+    // Three brokers, as the seed's cluster has.
+    let kafka = Kafka::three(&[(TOPIC, PARTITIONS as i32)]);
     let (mut cluster, leader) = started(3, &kafka, json_workers());
     let work = cluster.dir.path().to_path_buf();
 

@@ -1,5 +1,5 @@
-//! The task runtime, end to end: real `ferryd` processes, librdkafka's mock broker over TCP
-//! (in its own process), FileStream connectors. Times are printed, not asserted.
+//! The task runtime, end to end: real `ferryd` processes, a real Apache Kafka broker (see
+//! `Kafka` in the harness), FileStream connectors. Times are printed, not asserted.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};

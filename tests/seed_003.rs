@@ -86,7 +86,8 @@ fn seed_003_source_to_sink_with_its_dlq_a_third_worker_and_a_kill_9_exactly_once
          CREATE TABLE table02 (id serial NOT NULL, user_id varchar(10), point integer, PRIMARY KEY (id));",
     );
     pg.psql(SEED_003_DESTINATIONS);
-    let kafka = Kafka::start(&[("dst_table01", 2), ("dst_table02", 2), (DLQ, 1)]);
+    // Three brokers, as the seed's cluster has.
+    let kafka = Kafka::three(&[("dst_table01", 2), ("dst_table02", 2), (DLQ, 1)]);
     let settings = Settings {
         log_filter: TRACE_ALL.into(),
         ..json_workers()
@@ -218,8 +219,25 @@ fn seed_003_source_to_sink_with_its_dlq_a_third_worker_and_a_kill_9_exactly_once
         Some("2")
     );
     assert!(rows(&pg, "SELECT id FROM dst_table01 WHERE id = 5").is_empty());
+    // As the seed read it: Kafka's own console consumer, printing the headers.
+    let printed = kafka.console_consume(DLQ, 1, FLOW, true);
+    let [line] = printed.as_slice() else {
+        panic!("Kafka's console consumer printed {printed:?}");
+    };
+    for header in [
+        "__connect.errors.topic:dst_table01",
+        "__connect.errors.offset:2",
+        "__connect.errors.connector.name:jdbc_sink_postgresql",
+        "__connect.errors.exception.class.name:",
+    ] {
+        assert!(line.contains(header), "{header} in {line}");
+    }
+    assert!(
+        line.contains("super-apple-0000"),
+        "the record's value: {line}"
+    );
     say(format!(
-        "seed 003: ('user01', 'super-apple-0000') is in the DLQ: {message}"
+        "seed 003: ('user01', 'super-apple-0000') is in the DLQ: {message}; Kafka's console consumer prints {line:.300}"
     ));
 
     // A third worker: tasks move to it, and only enough to even the load.

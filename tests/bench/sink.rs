@@ -1,5 +1,5 @@
-//! The FileStreamSink benchmark: 1,000,000 × 1 KiB records in 256 partitions of the mock
-//! broker, drained by Debian's kcat into a file (the baseline) and by Ferry's FileStreamSink
+//! The FileStreamSink benchmark: 1,000,000 × 1 KiB records in 256 partitions of a real
+//! Apache Kafka broker, drained by Debian's kcat into a file (the baseline) and by Ferry's FileStreamSink
 //! over three workers; the JSON path with transforms; the storage sink's formats into a local
 //! directory and into HDFS; then the median fail-over time over several kills, and RSS under load.
 

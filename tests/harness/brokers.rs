@@ -39,10 +39,20 @@ fn has_jars(dir: &Path) -> bool {
         .any(|e| e.file_name().to_string_lossy().starts_with("kafka_2.13-"))
 }
 
-/// A `java` command on the Kafka classpath.
+/// JVM options of a test broker: a small heap and a quick start (`FERRY_KAFKA_JVM_OPTS`
+/// replaces them, e.g. for a benchmark).
+const TEST_JVM: &str = "-Xms64m -Xmx384m -XX:+UseSerialGC -XX:TieredStopAtLevel=1";
+
+/// The environment variable holding the address of the broker `ferry-kafka` runs for a whole
+/// test run (see [`crate::Kafka`]).
+pub const SHARED: &str = "FERRY_TEST_KAFKA";
+
+/// A `java` command on the Kafka classpath, with the test JVM options.
 fn java(main_class: &str) -> Command {
+    let jvm = std::env::var("FERRY_KAFKA_JVM_OPTS").unwrap_or_else(|_| TEST_JVM.to_string());
     let mut cmd = Command::new("java");
-    cmd.arg("-cp")
+    cmd.args(jvm.split_whitespace())
+        .arg("-cp")
         .arg(format!("{}/*", libs().display()))
         .arg(main_class);
     cmd
@@ -108,7 +118,6 @@ impl Brokers {
                 format!("share.coordinator.state.topic.replication.factor={replicas}"),
                 format!("share.coordinator.state.topic.min.isr={}", replicas.min(2)),
                 "group.initial.rebalance.delay.ms=0".to_string(),
-                "auto.create.topics.enable=false".to_string(),
             ];
             std::fs::write(&config, properties.join("\n") + "\n").expect("server.properties");
             let formatted = java("kafka.tools.StorageTool")
@@ -162,7 +171,6 @@ impl Brokers {
         let err = log.try_clone().expect("Kafka log file");
         let child = java("kafka.Kafka")
             .arg(&node.config)
-            .env("KAFKA_HEAP_OPTS", "-Xmx512m")
             .stdout(Stdio::from(log))
             .stderr(Stdio::from(err))
             .spawn()
@@ -172,10 +180,7 @@ impl Brokers {
 
     /// Wait until every broker is in the cluster's metadata.
     fn wait_ready(&self) {
-        let consumer: BaseConsumer = ClientConfig::new()
-            .set("bootstrap.servers", &self.bootstrap)
-            .create()
-            .expect("a metadata client");
+        let consumer = metadata_client(&self.bootstrap);
         let want = self.nodes.len();
         wait_for("every Kafka broker in the metadata", BOOT, || {
             let metadata = consumer.fetch_metadata(None, Duration::from_secs(2)).ok()?;
@@ -204,30 +209,7 @@ impl Brokers {
 
     /// Create topics (name, partitions) through the Admin API and wait until they exist.
     pub fn create_topics(&self, topics: &[(&str, i32)]) {
-        let admin: AdminClient<DefaultClientContext> = ClientConfig::new()
-            .set("bootstrap.servers", &self.bootstrap)
-            .create()
-            .expect("an admin client");
-        let replicas = self.nodes.len().min(3) as i32;
-        let new: Vec<NewTopic> = topics
-            .iter()
-            .map(|(name, partitions)| {
-                NewTopic::new(name, *partitions, TopicReplication::Fixed(replicas))
-            })
-            .collect();
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .expect("a runtime for the admin client");
-        let options = AdminOptions::new().operation_timeout(Some(Duration::from_secs(30)));
-        let results = runtime
-            .block_on(admin.create_topics(new.iter(), &options))
-            .expect("CreateTopics");
-        for result in results {
-            if let Err((topic, code)) = result {
-                panic!("cannot create topic {topic}: {code}");
-            }
-        }
+        create_topics(&self.bootstrap, topics, self.nodes.len().min(3) as i32);
     }
 
     /// `kill -9` one node.
@@ -261,17 +243,7 @@ impl Brokers {
     /// Every record of `topic` as Kafka's own console consumer reads it (values, one per line),
     /// stopping once `expected` are read or after `timeout`: an independent reader.
     pub fn console_consume(&self, topic: &str, expected: usize, timeout: Duration) -> Vec<String> {
-        let out = java("org.apache.kafka.tools.consumer.ConsoleConsumer")
-            .args(["--bootstrap-server", &self.bootstrap, "--topic", topic])
-            .args(["--from-beginning", "--max-messages", &expected.to_string()])
-            .args(["--timeout-ms", &timeout.as_millis().to_string()])
-            .stderr(Stdio::null())
-            .output()
-            .expect("run Kafka's console consumer");
-        String::from_utf8_lossy(&out.stdout)
-            .lines()
-            .map(str::to_string)
-            .collect()
+        console_consume(&self.bootstrap, topic, expected, timeout, false)
     }
 
     /// The last lines of every node's log, for a failing test's report.
@@ -302,6 +274,133 @@ impl Drop for Brokers {
             eprintln!("{}", self.log_tails(30));
         }
     }
+}
+
+/// An admin client, and a runtime to wait on its answers.
+fn admin(bootstrap: &str) -> (AdminClient<DefaultClientContext>, tokio::runtime::Runtime) {
+    let admin = ClientConfig::new()
+        .set("bootstrap.servers", bootstrap)
+        .create()
+        .expect("an admin client");
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a runtime for the admin client");
+    (admin, runtime)
+}
+
+fn metadata_client(bootstrap: &str) -> BaseConsumer {
+    ClientConfig::new()
+        .set("bootstrap.servers", bootstrap)
+        .create()
+        .expect("a metadata client")
+}
+
+/// The topics of the cluster that are not Kafka's own (`__…`), with their partition counts.
+pub fn topics(bootstrap: &str) -> Vec<(String, usize)> {
+    let metadata = metadata_client(bootstrap)
+        .fetch_metadata(None, Duration::from_secs(10))
+        .expect("Kafka metadata");
+    metadata
+        .topics()
+        .iter()
+        .filter(|t| !t.name().starts_with("__"))
+        .map(|t| (t.name().to_string(), t.partitions().len()))
+        .collect()
+}
+
+/// Create topics (name, partitions) with `replicas` replicas through the Admin API, and wait
+/// until the metadata shows every partition.
+pub fn create_topics(bootstrap: &str, topics: &[(&str, i32)], replicas: i32) {
+    if topics.is_empty() {
+        return;
+    }
+    let (admin, runtime) = admin(bootstrap);
+    let new: Vec<NewTopic> = topics
+        .iter()
+        .map(|(name, partitions)| {
+            NewTopic::new(name, *partitions, TopicReplication::Fixed(replicas))
+        })
+        .collect();
+    let options = AdminOptions::new().operation_timeout(Some(Duration::from_secs(30)));
+    let results = runtime
+        .block_on(admin.create_topics(new.iter(), &options))
+        .expect("CreateTopics");
+    for result in results {
+        if let Err((topic, code)) = result {
+            panic!("cannot create topic {topic}: {code}");
+        }
+    }
+    wait_for("the new topics in the metadata", BOOT, || {
+        let known = self::topics(bootstrap);
+        topics
+            .iter()
+            .all(|(name, partitions)| known.contains(&(name.to_string(), *partitions as usize)))
+            .then_some(())
+    });
+}
+
+/// Empty a shared cluster for the next test: delete every topic that is not Kafka's own and
+/// every consumer group, and wait until the metadata shows no topic left.
+pub fn clear(bootstrap: &str) {
+    let (admin, runtime) = admin(bootstrap);
+    let options = AdminOptions::new().operation_timeout(Some(Duration::from_secs(30)));
+    let groups: Vec<String> = metadata_client(bootstrap)
+        .fetch_group_list(None, Duration::from_secs(10))
+        .map(|list| list.groups().iter().map(|g| g.name().to_string()).collect())
+        .unwrap_or_default();
+    if !groups.is_empty() {
+        let names: Vec<&str> = groups.iter().map(String::as_str).collect();
+        // A group with members left (a test's process still closing) stays; it holds no
+        // topic of the next test.
+        let _ = runtime.block_on(admin.delete_groups(&names, &options));
+    }
+    let left: Vec<String> = topics(bootstrap)
+        .into_iter()
+        .map(|(name, _)| name)
+        .collect();
+    if left.is_empty() {
+        return;
+    }
+    let names: Vec<&str> = left.iter().map(String::as_str).collect();
+    let results = runtime
+        .block_on(admin.delete_topics(&names, &options))
+        .expect("DeleteTopics");
+    for result in results {
+        if let Err((topic, code)) = result {
+            panic!("cannot delete topic {topic} of the previous test: {code}");
+        }
+    }
+    wait_for("the previous test's topics gone", BOOT, || {
+        topics(bootstrap).is_empty().then_some(())
+    });
+}
+
+/// The records of `topic` as Kafka's console consumer prints them, one per line (with
+/// `headers`, `key:value,…` of the headers, a tab, then the value), from the beginning, once
+/// `expected` are read or after `timeout`.
+pub fn console_consume(
+    bootstrap: &str,
+    topic: &str,
+    expected: usize,
+    timeout: Duration,
+    headers: bool,
+) -> Vec<String> {
+    let mut cmd = java("org.apache.kafka.tools.consumer.ConsoleConsumer");
+    cmd.args(["--bootstrap-server", bootstrap, "--topic", topic])
+        .args(["--from-beginning", "--max-messages", &expected.to_string()])
+        .args(["--timeout-ms", &timeout.as_millis().to_string()]);
+    if headers {
+        cmd.args(["--property", "print.headers=true"]);
+    }
+    let out = cmd
+        .stderr(Stdio::null())
+        .output()
+        .expect("run Kafka's console consumer");
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(str::to_string)
+        .collect()
 }
 
 /// A cluster id as Kafka writes them: 16 random bytes, URL-safe base64 without padding.

@@ -808,46 +808,58 @@ pub fn members(status: &Value) -> BTreeMap<u64, String> {
         .unwrap_or_default()
 }
 
-/// librdkafka's mock cluster in its own process (`ferry-mock-kafka`), killed on drop.
+/// Apache Kafka for one test: the single broker that `ferry-kafka` runs for a whole test run
+/// (`make e2e`; its address in [`brokers::SHARED`]), emptied of the previous test's topics and
+/// groups — or, for a test run on its own, a single broker of the test's own, stopped on drop.
 pub struct Kafka {
     pub bootstrap: String,
-    child: Child,
-    _stdin: Option<std::process::ChildStdin>,
+    _own: Option<brokers::Brokers>,
 }
 
 impl Kafka {
-    /// Start a one-broker mock cluster with these topics (name, partitions).
+    /// Kafka with these topics (name, partitions), created through the Admin API; any other
+    /// topic is auto-created by the broker on first use, as Kafka's default config does.
     pub fn start(topics: &[(&str, i32)]) -> Kafka {
-        let mut child = Command::new(bin("ferry-mock-kafka"))
-            .args(topics.iter().map(|(t, p)| format!("{t}:{p}")))
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("cannot start ferry-mock-kafka");
-        let stdout = child.stdout.take().expect("mock stdout");
-        let mut line = String::new();
-        std::io::BufRead::read_line(&mut std::io::BufReader::new(stdout), &mut line)
-            .expect("read the mock's bootstrap line");
-        let bootstrap = line
-            .trim()
-            .strip_prefix("bootstrap=")
-            .unwrap_or_else(|| panic!("unexpected mock output: {line:?}"))
-            .to_string();
-        say(format!("mock Kafka at {bootstrap} with topics {topics:?}"));
-        let stdin = child.stdin.take();
+        let (bootstrap, own) = match std::env::var(brokers::SHARED) {
+            Ok(shared) if !shared.is_empty() => {
+                brokers::clear(&shared);
+                (shared, None)
+            }
+            _ => {
+                let own = brokers::Brokers::start(1);
+                (own.bootstrap.clone(), Some(own))
+            }
+        };
+        brokers::create_topics(&bootstrap, topics, 1);
+        say(format!("Kafka at {bootstrap} with topics {topics:?}"));
         Kafka {
             bootstrap,
-            child,
-            _stdin: stdin,
+            _own: own,
         }
     }
-}
 
-impl Drop for Kafka {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+    /// A three-broker cluster of the test's own (replication factor 3, `min.insync.replicas`
+    /// 2), as the seeds run theirs, with these topics.
+    pub fn three(topics: &[(&str, i32)]) -> Kafka {
+        let own = brokers::Brokers::start(3);
+        own.create_topics(topics);
+        say(format!("Kafka at {} with topics {topics:?}", own.bootstrap));
+        Kafka {
+            bootstrap: own.bootstrap.clone(),
+            _own: Some(own),
+        }
+    }
+
+    /// The records of `topic` as Kafka's own console consumer prints them (one per line, each
+    /// `headers<TAB>value` with `headers`), once `expected` are read or after `timeout`.
+    pub fn console_consume(
+        &self,
+        topic: &str,
+        expected: usize,
+        timeout: Duration,
+        headers: bool,
+    ) -> Vec<String> {
+        brokers::console_consume(&self.bootstrap, topic, expected, timeout, headers)
     }
 }
 

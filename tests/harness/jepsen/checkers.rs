@@ -17,11 +17,8 @@ pub struct Produced {
 pub struct Delivery {
     pub produced: usize,
     pub delivered: usize,
-    /// Records the broker still held (at or above its low watermark) that never arrived.
+    /// Acknowledged records that never arrived.
     pub lost: Vec<u64>,
-    /// Records that never arrived but the broker had already discarded: not counted as lost,
-    /// reported so that a test can require none.
-    pub unverifiable: Vec<u64>,
     /// Deliveries beyond the first of a record.
     pub duplicates: usize,
 }
@@ -33,38 +30,23 @@ impl Delivery {
     }
 }
 
-/// Check every produced record against the delivered ones (sink output and DLQ together),
-/// first confirming from the low watermarks that the broker still held each missing one.
-pub fn delivery(
-    produced: &[Produced],
-    delivered: &[u64],
-    low_watermarks: &BTreeMap<i32, i64>,
-) -> Delivery {
+/// Check every produced (acknowledged) record against the delivered ones (sink output and
+/// DLQ together).
+pub fn delivery(produced: &[Produced], delivered: &[u64]) -> Delivery {
     let mut counts: BTreeMap<u64, usize> = BTreeMap::new();
     for id in delivered {
         *counts.entry(*id).or_default() += 1;
     }
-    let mut lost = Vec::new();
-    let mut unverifiable = Vec::new();
-    for p in produced {
-        if counts.contains_key(&p.id) {
-            continue;
-        }
-        let held = low_watermarks
-            .get(&p.partition)
-            .is_none_or(|low| p.offset >= *low);
-        if held {
-            lost.push(p.id);
-        } else {
-            unverifiable.push(p.id);
-        }
-    }
+    let lost = produced
+        .iter()
+        .filter(|p| !counts.contains_key(&p.id))
+        .map(|p| p.id)
+        .collect();
     let produced_ids: BTreeSet<u64> = produced.iter().map(|p| p.id).collect();
     Delivery {
         produced: produced.len(),
         delivered: counts.keys().filter(|id| produced_ids.contains(id)).count(),
         lost,
-        unverifiable,
         duplicates: counts.values().map(|c| c - 1).sum(),
     }
 }
@@ -222,11 +204,7 @@ mod tests {
 
     #[test]
     fn every_record_once_passes_even_exactly_once() {
-        let v = delivery(
-            &produced(10),
-            &(0..10).collect::<Vec<_>>(),
-            &BTreeMap::new(),
-        );
+        let v = delivery(&produced(10), &(0..10).collect::<Vec<_>>());
         assert!(v.passes(true), "{v:?}");
         assert_eq!((v.produced, v.delivered, v.duplicates), (10, 10, 0));
     }
@@ -234,25 +212,16 @@ mod tests {
     #[test]
     fn a_lost_record_fails() {
         let delivered: Vec<u64> = (0..10).filter(|id| *id != 7).collect();
-        let v = delivery(&produced(10), &delivered, &BTreeMap::new());
+        let v = delivery(&produced(10), &delivered);
         assert_eq!(v.lost, vec![7]);
         assert!(!v.passes(false));
-    }
-
-    #[test]
-    fn a_record_the_broker_discarded_is_unverifiable_not_lost() {
-        let delivered: Vec<u64> = (1..10).collect();
-        // Record 0 sits at offset 0 of partition 0, below the low watermark 1.
-        let v = delivery(&produced(10), &delivered, &BTreeMap::from([(0, 1)]));
-        assert!(v.lost.is_empty());
-        assert_eq!(v.unverifiable, vec![0]);
     }
 
     #[test]
     fn duplicates_are_counted_and_fail_exactly_once_only() {
         let mut delivered: Vec<u64> = (0..10).collect();
         delivered.extend([3, 3, 4]);
-        let v = delivery(&produced(10), &delivered, &BTreeMap::new());
+        let v = delivery(&produced(10), &delivered);
         assert_eq!(v.duplicates, 3);
         assert!(v.passes(false));
         assert!(!v.passes(true));

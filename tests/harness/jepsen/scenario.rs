@@ -14,7 +14,7 @@ use super::linearizable::{check, ConfigRegister};
 use super::nemesis::Nemesis;
 use super::replay::{replay, Replayed};
 use super::rng::Rng;
-use super::workload::{low_watermarks, offset_poller, producer, record_id};
+use super::workload::{offset_poller, producer, record_id};
 use crate::hdfs::Hdfs;
 use crate::postgres::Postgres;
 use crate::{lines_in_work_dirs, say, wait_for, Cluster, Kafka, Settings, Signal};
@@ -325,15 +325,8 @@ impl Summary {
                 "loss",
                 d.lost.is_empty() && d.produced > 0,
                 format!(
-                    "{} produced, {} delivered, {} lost{}",
-                    d.produced,
-                    d.delivered,
-                    d.lost.len(),
-                    if d.unverifiable.is_empty() {
-                        " (the broker still held every record)".to_string()
-                    } else {
-                        format!(", {} unverifiable (discarded by the broker)", d.unverifiable.len())
-                    }
+                    "{} acknowledged by the broker, {} delivered, {} lost",
+                    d.produced, d.delivered, d.lost.len()
                 ),
             ),
             (
@@ -1550,8 +1543,7 @@ pub fn run(s: &Scenario) -> Summary {
         delivered = s.sink.delivered(&cluster, &output);
     }
     let offsets_read = poller.finish();
-    let lows = low_watermarks(&kafka.bootstrap, TOPIC, s.partitions);
-    let delivery = checkers::delivery(&produced.acked, &delivered, &lows);
+    let delivery = checkers::delivery(&produced.acked, &delivered);
 
     let panics = cluster.panics();
     // The log: stop every node, then replay the longest committed log.

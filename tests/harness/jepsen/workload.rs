@@ -1,15 +1,13 @@
 //! The record workload: a producer of uniquely numbered records spread over every partition of
 //! a topic (recording where the broker put each), a sequential poller of committed offsets, and
-//! readers of what the sinks wrote and what the broker still holds.
+//! readers of what the sinks wrote.
 
-use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
 use rdkafka::config::ClientConfig;
-use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::producer::{FutureProducer, FutureRecord};
 
 use super::checkers::{OffsetEvent, Produced};
@@ -153,23 +151,6 @@ pub fn offset_poller(addrs: Vec<String>, name: &str, seed: u64) -> Background<Ve
         }
         events
     })
-}
-
-/// The broker's low watermark of every partition: records below it were discarded (the mock's
-/// retention), so their absence cannot be blamed on the sink.
-pub fn low_watermarks(bootstrap: &str, topic: &str, partitions: i32) -> BTreeMap<i32, i64> {
-    let consumer: BaseConsumer = ClientConfig::new()
-        .set("bootstrap.servers", bootstrap)
-        .create()
-        .expect("a consumer for watermarks");
-    (0..partitions)
-        .map(|p| {
-            let (low, _) = consumer
-                .fetch_watermarks(topic, p, Duration::from_secs(10))
-                .unwrap_or_else(|e| panic!("cannot read the watermarks of {topic}-{p}: {e}"));
-            (p, low)
-        })
-        .collect()
 }
 
 #[cfg(test)]
