@@ -94,6 +94,7 @@ impl Brokers {
         let replicas = count.min(3);
         let cluster_id = kafka_uuid();
         let mut nodes = Vec::new();
+        let mut formats = Vec::new();
         for (i, (port, controller)) in ports.iter().enumerate() {
             let id = i as u32 + 1;
             let data = dir.path().join(format!("kafka{id}"));
@@ -120,18 +121,15 @@ impl Brokers {
                 "group.initial.rebalance.delay.ms=0".to_string(),
             ];
             std::fs::write(&config, properties.join("\n") + "\n").expect("server.properties");
-            let formatted = java("kafka.tools.StorageTool")
+            // The nodes are formatted side by side (a JVM start each).
+            let format = java("kafka.tools.StorageTool")
                 .args(["format", "-t", &cluster_id, "-c"])
                 .arg(&config)
                 .stdout(Stdio::null())
                 .stderr(Stdio::piped())
-                .output()
+                .spawn()
                 .expect("run Kafka's StorageTool (is Java installed?)");
-            assert!(
-                formatted.status.success(),
-                "formatting Kafka node {id} failed: {}",
-                String::from_utf8_lossy(&formatted.stderr)
-            );
+            formats.push((id, format));
             nodes.push(Node {
                 id,
                 port: *port,
@@ -139,6 +137,16 @@ impl Brokers {
                 log: dir.path().join(format!("kafka{id}.log")),
                 child: None,
             });
+        }
+        for (id, format) in formats {
+            let formatted = format
+                .wait_with_output()
+                .expect("wait for Kafka's StorageTool");
+            assert!(
+                formatted.status.success(),
+                "formatting Kafka node {id} failed: {}",
+                String::from_utf8_lossy(&formatted.stderr)
+            );
         }
         let mut brokers = Brokers {
             bootstrap: nodes

@@ -2,6 +2,7 @@
 //! CLI, and waits with deadlines (never fixed sleeps); and the fault suite's checkers.
 
 pub mod brokers;
+pub mod connect;
 pub mod hdfs;
 pub mod jepsen;
 pub mod pipeline;
