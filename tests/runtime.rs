@@ -61,11 +61,7 @@ fn group_offsets(kafka: &Kafka, group: &str, topic: &str, partitions: i32) -> BT
 #[test]
 fn file_source_to_a_topic_to_file_sinks_delivers_every_line_through_every_partition_and_task() {
     let kafka = Kafka::start(&[("lines", 3)]);
-    let settings = Settings {
-        commit_consumer_group: true,
-        ..Settings::default()
-    };
-    let (cluster, leader) = started(3, &kafka, settings);
+    let (cluster, leader) = started(3, &kafka, Settings::default());
     let (input, expected) = write_input(&cluster, 10_000);
     let started = Instant::now();
     create_source(&cluster, leader, &input, "lines");

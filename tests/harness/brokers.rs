@@ -123,7 +123,10 @@ impl Brokers {
             std::fs::write(&config, properties.join("\n") + "\n").expect("server.properties");
             // The nodes are formatted side by side (a JVM start each).
             let format = java("kafka.tools.StorageTool")
-                .args(["format", "-t", &cluster_id, "-c"])
+                // `=`: a cluster id may begin with `-`.
+                .arg("format")
+                .arg(format!("--cluster-id={cluster_id}"))
+                .arg("--config")
                 .arg(&config)
                 .stdout(Stdio::null())
                 .stderr(Stdio::piped())
@@ -408,6 +411,51 @@ pub fn console_consume(
     String::from_utf8_lossy(&out.stdout)
         .lines()
         .map(str::to_string)
+        .collect()
+}
+
+/// A partition of a consumer group as `kafka-consumer-groups --describe` prints it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct GroupPartition {
+    pub topic: String,
+    pub partition: i32,
+    /// `CURRENT-OFFSET`: the group's committed offset (`None` for `-`).
+    pub committed: Option<i64>,
+    pub end: Option<i64>,
+    pub lag: Option<i64>,
+}
+
+/// `kafka-consumer-groups --describe --group GROUP` (Kafka's ConsumerGroupCommand), parsed:
+/// an independent reader of a group's committed offsets and lag.
+pub fn describe_group(bootstrap: &str, group: &str) -> Vec<GroupPartition> {
+    let out = java("org.apache.kafka.tools.consumer.group.ConsumerGroupCommand")
+        .args([
+            "--bootstrap-server",
+            bootstrap,
+            "--describe",
+            "--group",
+            group,
+        ])
+        .stderr(Stdio::null())
+        .output()
+        .expect("run Kafka's ConsumerGroupCommand");
+    let number = |s: &str| s.parse::<i64>().ok();
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|line| {
+            let cols: Vec<&str> = line.split_whitespace().collect();
+            // GROUP TOPIC PARTITION CURRENT-OFFSET LOG-END-OFFSET LAG CONSUMER-ID HOST CLIENT-ID
+            if cols.len() < 6 || cols[0] != group {
+                return None;
+            }
+            Some(GroupPartition {
+                topic: cols[1].to_string(),
+                partition: cols[2].parse().ok()?,
+                committed: number(cols[3]),
+                end: number(cols[4]),
+                lag: number(cols[5]),
+            })
+        })
         .collect()
 }
 

@@ -172,8 +172,8 @@ impl Hdfs {
         fs::read_to_string(self.dir.path().join(format!("{name}.log"))).unwrap_or_default()
     }
 
-    /// Start (or restart) the NameNode on its port; returns once the port takes connections
-    /// (it may still be in safe mode).
+    /// Start (or restart) the NameNode on its port; returns once it takes connections and has
+    /// left safe mode.
     pub fn start_namenode(&mut self) {
         let child = self
             .java("namenode")
@@ -185,6 +185,23 @@ impl Hdfs {
         wait_for("the NameNode's RPC port", Duration::from_secs(60), || {
             std::net::TcpStream::connect(&self.namenode).ok().map(drop)
         });
+        // A restarted NameNode serves no block until the DataNode has reported its blocks
+        // again: it stays in safe mode until then.
+        wait_for(
+            "the NameNode out of safe mode",
+            Duration::from_secs(60),
+            || {
+                let out = self
+                    .java("dfsadmin")
+                    .arg("org.apache.hadoop.hdfs.tools.DFSAdmin")
+                    .args(["-safemode", "get"])
+                    .output()
+                    .ok()?;
+                String::from_utf8_lossy(&out.stdout)
+                    .contains("Safe mode is OFF")
+                    .then_some(())
+            },
+        );
     }
 
     /// Kill the NameNode (the file system becomes unreachable; the DataNode waits for it).

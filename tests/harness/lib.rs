@@ -159,7 +159,7 @@ impl Default for Settings {
             worker_timeout_ms: 3000,
             offset_flush_ms: 1000,
             disable_lease: false,
-            commit_consumer_group: false,
+            commit_consumer_group: true,
             proxied: false,
             request_timeout_ms: 20000,
             worker_converters: Vec::new(),

@@ -97,6 +97,14 @@ pub fn definition(plugin: &PluginDesc) -> ConfigDef {
     def
 }
 
+/// The prefixes of a connector's Kafka client overrides (Kafka Connect's
+/// `connector.client.config.override.policy` is `All` by default: every one is allowed).
+pub const CLIENT_OVERRIDE_PREFIXES: [&str; 3] = [
+    "producer.override.",
+    "consumer.override.",
+    "admin.override.",
+];
+
 /// Validate `config` against the plugins Ferry has.
 pub fn validate(plugins: &[PluginDesc], config: &BTreeMap<String, String>) -> Validation {
     let class = config.get("connector.class");
@@ -137,9 +145,13 @@ pub fn validate(plugins: &[PluginDesc], config: &BTreeMap<String, String>) -> Va
     // Given properties that no definition knows.
     if plugin.is_some() {
         for (name, value) in config {
+            // Client overrides (`producer.override.*` …) are the Kafka clients' own
+            // properties: the worker checks them when it makes the clients, and a bad one
+            // fails the task naming it, as in Kafka Connect.
             if converter_prefix(name).is_some()
                 || name.starts_with("transforms.")
                 || name.starts_with("predicates.")
+                || CLIENT_OVERRIDE_PREFIXES.iter().any(|p| name.starts_with(p))
             {
                 continue;
             }

@@ -183,9 +183,9 @@ pub struct WorkerSettings {
     /// How often tasks commit their offsets (ms): Kafka Connect's `offset.flush.interval.ms`.
     #[serde(default = "WorkerSettings::default_offset_flush_interval_ms")]
     pub offset_flush_interval_ms: u64,
-    /// Also commit sink offsets to the `connect-<name>` consumer group, so that existing lag
-    /// monitoring keeps working. Raft stays authoritative.
-    #[serde(default)]
+    /// Also commit sink offsets to the `connect-<name>` consumer group, as Kafka Connect
+    /// does, so that existing lag monitoring keeps working. Raft stays authoritative.
+    #[serde(default = "WorkerSettings::default_commit_consumer_group")]
     pub commit_consumer_group: bool,
     /// Test only: never give up the ownership lease, so that tests can show that generation
     /// fencing alone keeps a zombie worker harmless. Never set this in production.
@@ -212,6 +212,9 @@ impl WorkerSettings {
     const fn default_rebalance_delay_ms() -> u64 {
         0
     }
+    const fn default_commit_consumer_group() -> bool {
+        true
+    }
     const fn default_offset_flush_interval_ms() -> u64 {
         60_000
     }
@@ -232,7 +235,7 @@ impl Default for WorkerSettings {
             offset_flush_interval_ms: Self::default_offset_flush_interval_ms(),
             task_shutdown_graceful_timeout_ms: Self::default_task_shutdown_graceful_timeout_ms(),
             shutdown_timeout_ms: Self::default_shutdown_timeout_ms(),
-            commit_consumer_group: false,
+            commit_consumer_group: Self::default_commit_consumer_group(),
             test_disable_lease: false,
             test_panic_connector: None,
             converters: std::collections::BTreeMap::new(),

@@ -15,7 +15,9 @@ use rdkafka::message::{Header as KafkaHeader, Headers, Message, OwnedHeaders};
 use rdkafka::producer::{DeliveryFuture, FutureProducer, FutureRecord};
 use tracing::{debug, info, warn};
 
+use crate::clients::{self, Role};
 use crate::kafka::KafkaSettings;
+use crate::unit::UnitCtx;
 
 /// How long creating the DLQ topic may take before Ferry leaves it to auto-creation.
 const CREATE_TIMEOUT: Duration = Duration::from_secs(5);
@@ -70,8 +72,8 @@ async fn exists(producer: &FutureProducer, topic: &str) -> bool {
 
 /// Create the DLQ topic with the configured replication factor; if that fails, the broker's
 /// auto-creation is left to make it.
-async fn create(settings: &ErrorSettings, kafka: &KafkaSettings, topic: &str) {
-    let admin: Result<AdminClient<DefaultClientContext>, _> = kafka.client_config().create();
+async fn create(settings: &ErrorSettings, admin: rdkafka::ClientConfig, topic: &str) {
+    let admin: Result<AdminClient<DefaultClientContext>, _> = admin.create();
     match admin {
         Ok(admin) => {
             let new = NewTopic::new(
@@ -115,20 +117,21 @@ impl DeadLetters {
     /// The DLQ of these settings, if they name one; its topic is created if it does not exist.
     pub async fn open(
         settings: &ErrorSettings,
+        ctx: &UnitCtx,
         kafka: &KafkaSettings,
     ) -> Result<Option<Self>, ConnectError> {
         let Some(topic) = settings.dlq_topic.clone() else {
             return Ok(None);
         };
-        let mut config = kafka.client_config();
-        config.set("enable.idempotence", "true");
-        let producer: FutureProducer = config.create().map_err(|e| {
+        let client =
+            |role| clients::client_config(kafka, role, &ctx.connector_config, &ctx.name, ctx.task);
+        let producer: FutureProducer = client(Role::Producer)?.create().map_err(|e| {
             ConnectError::fatal(format!("cannot create the dead letter queue producer: {e}"))
         })?;
         if exists(&producer, &topic).await {
             debug!(topic = %topic, "the dead letter queue topic exists");
         } else {
-            create(settings, kafka, &topic).await;
+            create(settings, client(Role::Admin)?, &topic).await;
         }
         Ok(Some(DeadLetters {
             topic,

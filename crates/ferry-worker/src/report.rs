@@ -90,7 +90,7 @@ impl Reporter {
     ) -> Result<(ErrorSettings, Reporter), ConnectError> {
         let errors = ErrorSettings::from_config(&ctx.connector_config)?;
         let dead_letters = if sees_records {
-            DeadLetters::open(&errors, kafka).await?
+            DeadLetters::open(&errors, ctx, kafka).await?
         } else {
             None
         };

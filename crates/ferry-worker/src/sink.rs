@@ -406,29 +406,46 @@ impl SinkLoop {
     }
 }
 
-/// The task's consumer, `assign()`ed its partitions from `from` (the beginning where none).
+/// The task's consumer, `assign()`ed its partitions from `from` (where none, as
+/// `auto.offset.reset` says).
 fn consumer(
     ctx: &UnitCtx,
     kafka: &crate::KafkaSettings,
     partitions: &[TopicPartition],
     from: &std::collections::BTreeMap<TopicPartition, i64>,
 ) -> Result<StreamConsumer, Failure> {
-    let mut config = kafka.client_config();
-    // librdkafka's assign() needs a group id; the group is only used for the optional
-    // commits for lag monitoring: assignment comes from Raft, never from the group.
-    config
-        .set("group.id", format!("connect-{}", ctx.name))
-        .set("enable.auto.commit", "false")
-        .set("enable.auto.offset.store", "false")
-        .set("auto.offset.reset", "earliest");
+    // The group (`connect-<name>`) only receives commits for monitoring: assignment comes
+    // from Raft, never from the group.
+    let config = crate::clients::client_config(
+        kafka,
+        crate::clients::Role::Consumer,
+        &ctx.connector_config,
+        &ctx.name,
+        ctx.task,
+    )?;
+    // Where a partition without a committed offset starts: `auto.offset.reset` (Kafka
+    // Connect's `earliest`, or the connector's `consumer.override.auto.offset.reset`).
+    let unknown = match config.get("auto.offset.reset") {
+        Some("latest" | "largest" | "end") => Some(Offset::End),
+        Some("none" | "error") => None,
+        _ => Some(Offset::Beginning),
+    };
     let consumer: StreamConsumer = config
         .create()
         .map_err(|e| ConnectError::fatal(format!("cannot create a Kafka consumer: {e}")))?;
     let mut assignment = TopicPartitionList::new();
     for tp in partitions {
-        let offset = from
-            .get(tp)
-            .map_or(Offset::Beginning, |o| Offset::Offset(*o));
+        let offset = match from.get(tp) {
+            Some(o) => Offset::Offset(*o),
+            None => unknown.ok_or_else(|| {
+                ConnectError::fatal(format!(
+                    "{}: {}-{} has no committed offset, and auto.offset.reset is none",
+                    ctx.label(),
+                    tp.topic,
+                    tp.partition
+                ))
+            })?,
+        };
         assignment
             .add_partition_offset(&tp.topic, tp.partition, offset)
             .map_err(|e| kafka_error("assign", e))?;

@@ -78,13 +78,13 @@ impl SourceLoop {
         let transforms = Chain::from_config(&ctx.connector_config)?;
         let (errors, reporter) = Reporter::of_unit(&ctx, &kafka, true).await?;
         let classes = converter_classes(&ctx);
-        let mut config = kafka.client_config();
-        config
-            .set("enable.idempotence", "true")
-            // Keyed records land in the partitions Kafka Connect's (Java) producer picks.
-            .set("partitioner", "murmur2_random")
-            // Records without a key or partition are spread over all partitions.
-            .set("sticky.partitioning.linger.ms", "0");
+        let config = crate::clients::client_config(
+            &kafka,
+            crate::clients::Role::Producer,
+            &ctx.connector_config,
+            &ctx.name,
+            ctx.task,
+        )?;
         let producer: FutureProducer = config
             .create()
             .map_err(|e| ConnectError::fatal(format!("cannot create a Kafka producer: {e}")))?;
