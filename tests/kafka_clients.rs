@@ -146,3 +146,37 @@ fn a_bad_producer_override_fails_the_source_task_naming_the_property() {
         trace.lines().next().unwrap_or_default()
     ));
 }
+
+#[test]
+fn a_dead_letter_queue_wider_than_the_cluster_fails_the_task_naming_its_replication_factor() {
+    let kafka = Kafka::start(&[("events", 1)]);
+    let (cluster, _) = started(1, &kafka, Settings::default());
+    // Kafka Connect's default replication factor of a DLQ topic is 3; this cluster has one
+    // broker.
+    create(
+        &cluster,
+        1,
+        "wide",
+        &[
+            ("connector.class", "FileStreamSink"),
+            ("topics", "events"),
+            ("file", "wide.out"),
+            ("errors.tolerance", "all"),
+            ("errors.deadletterqueue.topic.name", "dlq-wide"),
+        ],
+    );
+    let trace = wait_for("the sink task FAILED", FLOW, || {
+        let status = cluster.json(1, &["connectors", "status", "wide"]);
+        let task = status["tasks"].as_array()?.first()?.clone();
+        (task["state"] == "FAILED").then(|| task["trace"].as_str().unwrap_or_default().to_string())
+    });
+    assert!(
+        trace.contains("\"dlq-wide\"")
+            && trace.contains("errors.deadletterqueue.topic.replication.factor is 3"),
+        "{trace}"
+    );
+    say(format!(
+        "CLIENTS: a DLQ wider than the cluster fails the task: {}",
+        trace.lines().next().unwrap_or_default()
+    ));
+}

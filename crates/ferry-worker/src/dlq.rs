@@ -13,7 +13,7 @@ use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
 use rdkafka::client::DefaultClientContext;
 use rdkafka::message::{Header as KafkaHeader, Headers, Message, OwnedHeaders};
 use rdkafka::producer::{DeliveryFuture, FutureProducer, FutureRecord};
-use tracing::{debug, info, warn};
+use tracing::{debug, info};
 
 use crate::clients::{self, Role};
 use crate::kafka::KafkaSettings;
@@ -70,39 +70,43 @@ async fn exists(producer: &FutureProducer, topic: &str) -> bool {
     .unwrap_or(false)
 }
 
-/// Create the DLQ topic with the configured replication factor; if that fails, the broker's
-/// auto-creation is left to make it.
-async fn create(settings: &ErrorSettings, admin: rdkafka::ClientConfig, topic: &str) {
-    let admin: Result<AdminClient<DefaultClientContext>, _> = admin.create();
-    match admin {
-        Ok(admin) => {
-            let new = NewTopic::new(
-                topic,
-                1,
-                TopicReplication::Fixed(settings.dlq_replication_factor),
-            );
-            let options = AdminOptions::new().operation_timeout(Some(CREATE_TIMEOUT));
-            match tokio::time::timeout(CREATE_TIMEOUT, admin.create_topics([&new], &options)).await
-            {
-                Ok(Ok(results)) => match results.first() {
-                    Some(Ok(_)) => info!(topic = %topic, "dead letter queue topic created"),
-                    Some(Err((_, rdkafka::types::RDKafkaErrorCode::TopicAlreadyExists))) => {}
-                    Some(Err((_, code))) => {
-                        warn!(topic = %topic, error = %code, "cannot create the dead letter queue topic; leaving it to auto-creation")
-                    }
-                    None => {}
-                },
-                Ok(Err(e)) => {
-                    warn!(topic = %topic, error = %e, "cannot create the dead letter queue topic; leaving it to auto-creation")
-                }
-                Err(_) => {
-                    warn!(topic = %topic, "creating the dead letter queue topic timed out; leaving it to auto-creation")
-                }
-            }
+/// Create the DLQ topic with the configured replication factor, as Kafka Connect does; a
+/// topic that exists meanwhile is fine, any other failure fails the task, naming the topic
+/// (and the replication factor when the brokers are too few for it).
+async fn create(
+    settings: &ErrorSettings,
+    admin: rdkafka::ClientConfig,
+    topic: &str,
+) -> Result<(), ConnectError> {
+    use rdkafka::types::RDKafkaErrorCode;
+    let cannot = |why: String| {
+        format!("cannot create the dead letter queue topic {topic:?} (errors.deadletterqueue.topic.name): {why}")
+    };
+    let admin: AdminClient<DefaultClientContext> = admin
+        .create()
+        .map_err(|e| ConnectError::fatal(cannot(format!("no admin client: {e}"))))?;
+    let factor = settings.dlq_replication_factor;
+    let new = NewTopic::new(topic, 1, TopicReplication::Fixed(factor));
+    let options = AdminOptions::new().operation_timeout(Some(CREATE_TIMEOUT));
+    let created = tokio::time::timeout(CREATE_TIMEOUT, admin.create_topics([&new], &options))
+        .await
+        .map_err(|_| {
+            ConnectError::retriable(cannot(format!(
+                "no answer within {} s",
+                CREATE_TIMEOUT.as_secs()
+            )))
+        })?
+        .map_err(|e| ConnectError::retriable(cannot(e.to_string())))?;
+    match created.first() {
+        Some(Ok(_)) => {
+            info!(topic = %topic, replication_factor = factor, "dead letter queue topic created");
+            Ok(())
         }
-        Err(e) => {
-            warn!(error = %e, "no admin client for the dead letter queue topic; leaving it to auto-creation")
-        }
+        Some(Err((_, RDKafkaErrorCode::TopicAlreadyExists))) | None => Ok(()),
+        Some(Err((_, RDKafkaErrorCode::InvalidReplicationFactor))) => Err(ConnectError::fatal(cannot(format!(
+            "errors.deadletterqueue.topic.replication.factor is {factor}, more than the brokers the cluster has"
+        )))),
+        Some(Err((_, code))) => Err(ConnectError::fatal(cannot(code.to_string()))),
     }
 }
 
@@ -131,7 +135,7 @@ impl DeadLetters {
         if exists(&producer, &topic).await {
             debug!(topic = %topic, "the dead letter queue topic exists");
         } else {
-            create(settings, client(Role::Admin)?, &topic).await;
+            create(settings, client(Role::Admin)?, &topic).await?;
         }
         Ok(Some(DeadLetters {
             topic,
