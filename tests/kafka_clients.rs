@@ -6,7 +6,7 @@
 use std::collections::BTreeSet;
 use std::time::Duration;
 
-use ferry_tests::brokers::describe_group;
+use ferry_tests::brokers::{describe_group, describe_topic};
 use ferry_tests::pipeline::{create, create_source_with, started, task_workers, write_input};
 use ferry_tests::{say, wait_for, Cluster, Kafka, Settings};
 use rdkafka::config::ClientConfig;
@@ -178,5 +178,46 @@ fn a_dead_letter_queue_wider_than_the_cluster_fails_the_task_naming_its_replicat
     say(format!(
         "CLIENTS: a DLQ wider than the cluster fails the task: {}",
         trace.lines().next().unwrap_or_default()
+    ));
+}
+
+#[test]
+fn a_source_creates_its_topics_by_their_group_when_the_brokers_do_not() {
+    let kafka = Kafka::without_auto_creation(&[]);
+    let (cluster, _) = started(1, &kafka, Settings::default());
+    let (input, expected) = write_input(&cluster, 200);
+    create_source_with(
+        &cluster,
+        1,
+        "source",
+        &input,
+        "state-lines",
+        &[
+            ("topic.creation.default.partitions", "1"),
+            ("topic.creation.default.replication.factor", "-1"),
+            ("topic.creation.groups", "state"),
+            ("topic.creation.state.include", "state-.*"),
+            ("topic.creation.state.partitions", "4"),
+            ("topic.creation.state.retention.ms", "86400000"),
+        ],
+    );
+    let read = wait_for("every line in state-lines", FLOW, || {
+        let read = kafka.console_consume(
+            "state-lines",
+            expected.len(),
+            Duration::from_secs(10),
+            false,
+        );
+        (read.len() == expected.len()).then_some(read)
+    });
+    assert_eq!(read.into_iter().collect::<BTreeSet<_>>(), expected);
+    let described = describe_topic(&kafka.bootstrap, "state-lines");
+    assert!(
+        described.contains("PartitionCount: 4") && described.contains("retention.ms=86400000"),
+        "the state group's settings: {described}"
+    );
+    say(format!(
+        "CLIENTS: KIP-158 created state-lines: {}",
+        described.lines().next().unwrap_or_default()
     ));
 }

@@ -79,6 +79,11 @@ impl Brokers {
     /// cluster answers metadata requests. With three, topics default to three replicas and
     /// `min.insync.replicas=2`.
     pub fn start(count: u32) -> Brokers {
+        Brokers::start_with(count, &[])
+    }
+
+    /// `start`, with more broker properties (e.g. `auto.create.topics.enable=false`).
+    pub fn start_with(count: u32, more: &[(&str, &str)]) -> Brokers {
         assert!(count == 1 || count == 3, "1 or 3 brokers, not {count}");
         let started = Instant::now();
         let dir = tempfile::Builder::new()
@@ -99,7 +104,7 @@ impl Brokers {
             let id = i as u32 + 1;
             let data = dir.path().join(format!("kafka{id}"));
             let config = dir.path().join(format!("server{id}.properties"));
-            let properties = [
+            let mut properties = [
                 "process.roles=broker,controller".to_string(),
                 format!("node.id={id}"),
                 format!("controller.quorum.voters={}", voters.join(",")),
@@ -119,7 +124,9 @@ impl Brokers {
                 format!("share.coordinator.state.topic.replication.factor={replicas}"),
                 format!("share.coordinator.state.topic.min.isr={}", replicas.min(2)),
                 "group.initial.rebalance.delay.ms=0".to_string(),
-            ];
+            ]
+            .to_vec();
+            properties.extend(more.iter().map(|(k, v)| format!("{k}={v}")));
             std::fs::write(&config, properties.join("\n") + "\n").expect("server.properties");
             // The nodes are formatted side by side (a JVM start each).
             let format = java("kafka.tools.StorageTool")
@@ -412,6 +419,23 @@ pub fn console_consume(
         .lines()
         .map(str::to_string)
         .collect()
+}
+
+/// `kafka-topics --describe --topic TOPIC` (Kafka's TopicCommand): its output, for a test
+/// to read partition counts and topic configs from Kafka's own tool.
+pub fn describe_topic(bootstrap: &str, topic: &str) -> String {
+    let out = java("org.apache.kafka.tools.TopicCommand")
+        .args([
+            "--bootstrap-server",
+            bootstrap,
+            "--describe",
+            "--topic",
+            topic,
+        ])
+        .stderr(Stdio::null())
+        .output()
+        .expect("run Kafka's TopicCommand");
+    String::from_utf8_lossy(&out.stdout).to_string()
 }
 
 /// A partition of a consumer group as `kafka-consumer-groups --describe` prints it.

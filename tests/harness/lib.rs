@@ -839,6 +839,21 @@ impl Kafka {
         }
     }
 
+    /// A single broker of the test's own that does not create topics on first use
+    /// (`auto.create.topics.enable=false`, as many production clusters run), with these topics.
+    pub fn without_auto_creation(topics: &[(&str, i32)]) -> Kafka {
+        let own = brokers::Brokers::start_with(1, &[("auto.create.topics.enable", "false")]);
+        own.create_topics(topics);
+        say(format!(
+            "Kafka at {} (no auto-creation) with topics {topics:?}",
+            own.bootstrap
+        ));
+        Kafka {
+            bootstrap: own.bootstrap.clone(),
+            _own: Some(own),
+        }
+    }
+
     /// A three-broker cluster of the test's own (replication factor 3, `min.insync.replicas`
     /// 2), as the seeds run theirs, with these topics.
     pub fn three(topics: &[(&str, i32)]) -> Kafka {

@@ -12,6 +12,7 @@ pub mod logical;
 pub mod plugin;
 pub mod record;
 pub mod task;
+pub mod topic_creation;
 pub mod transform;
 pub mod validate;
 pub mod values;

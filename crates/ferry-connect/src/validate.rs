@@ -152,6 +152,8 @@ pub fn validate(plugins: &[PluginDesc], config: &BTreeMap<String, String>) -> Va
                 || name.starts_with("transforms.")
                 || name.starts_with("predicates.")
                 || CLIENT_OVERRIDE_PREFIXES.iter().any(|p| name.starts_with(p))
+                || (plugin.is_some_and(|p| p.kind() == PluginKind::Source)
+                    && name.starts_with(crate::topic_creation::PREFIX))
             {
                 continue;
             }
@@ -168,6 +170,13 @@ pub fn validate(plugins: &[PluginDesc], config: &BTreeMap<String, String>) -> Va
     if let Some(plugin) = plugin {
         if plugin.kind() == PluginKind::Sink {
             check_topics(config, &mut validation);
+        }
+        if plugin.kind() == PluginKind::Source {
+            if let Err(problems) = crate::topic_creation::TopicCreation::from_config(config) {
+                for (name, problem) in problems {
+                    validation.add_error(config, &name, problem);
+                }
+            }
         }
         if let Some(check) = plugin.check {
             for finding in check(config) {

@@ -4,23 +4,23 @@
 //! Their offsets are committed only once the DLQ has them: a record is never both skipped and
 //! lost.
 
+use std::collections::BTreeMap;
 use std::sync::Mutex;
 use std::time::Duration;
 
 use ferry_connect::errors::{context_headers, ErrorSettings, FailureContext};
 use ferry_connect::ConnectError;
-use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
-use rdkafka::client::DefaultClientContext;
 use rdkafka::message::{Header as KafkaHeader, Headers, Message, OwnedHeaders};
 use rdkafka::producer::{DeliveryFuture, FutureProducer, FutureRecord};
-use tracing::{debug, info};
+use tracing::debug;
 
+use crate::admin::{admin_client, create_topic, NewTopicSpec};
 use crate::clients::{self, Role};
 use crate::kafka::KafkaSettings;
 use crate::unit::UnitCtx;
 
-/// How long creating the DLQ topic may take before Ferry leaves it to auto-creation.
-const CREATE_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long a metadata request for the DLQ topic may take.
+const METADATA_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// The bytes of a record that failed: a consumed message, or a source record as far as it
 /// could be converted.
@@ -58,7 +58,7 @@ async fn exists(producer: &FutureProducer, topic: &str) -> bool {
         use rdkafka::producer::Producer;
         client
             .client()
-            .fetch_metadata(None, CREATE_TIMEOUT)
+            .fetch_metadata(None, METADATA_TIMEOUT)
             .map(|m| {
                 m.topics()
                     .iter()
@@ -68,46 +68,6 @@ async fn exists(producer: &FutureProducer, topic: &str) -> bool {
     })
     .await
     .unwrap_or(false)
-}
-
-/// Create the DLQ topic with the configured replication factor, as Kafka Connect does; a
-/// topic that exists meanwhile is fine, any other failure fails the task, naming the topic
-/// (and the replication factor when the brokers are too few for it).
-async fn create(
-    settings: &ErrorSettings,
-    admin: rdkafka::ClientConfig,
-    topic: &str,
-) -> Result<(), ConnectError> {
-    use rdkafka::types::RDKafkaErrorCode;
-    let cannot = |why: String| {
-        format!("cannot create the dead letter queue topic {topic:?} (errors.deadletterqueue.topic.name): {why}")
-    };
-    let admin: AdminClient<DefaultClientContext> = admin
-        .create()
-        .map_err(|e| ConnectError::fatal(cannot(format!("no admin client: {e}"))))?;
-    let factor = settings.dlq_replication_factor;
-    let new = NewTopic::new(topic, 1, TopicReplication::Fixed(factor));
-    let options = AdminOptions::new().operation_timeout(Some(CREATE_TIMEOUT));
-    let created = tokio::time::timeout(CREATE_TIMEOUT, admin.create_topics([&new], &options))
-        .await
-        .map_err(|_| {
-            ConnectError::retriable(cannot(format!(
-                "no answer within {} s",
-                CREATE_TIMEOUT.as_secs()
-            )))
-        })?
-        .map_err(|e| ConnectError::retriable(cannot(e.to_string())))?;
-    match created.first() {
-        Some(Ok(_)) => {
-            info!(topic = %topic, replication_factor = factor, "dead letter queue topic created");
-            Ok(())
-        }
-        Some(Err((_, RDKafkaErrorCode::TopicAlreadyExists))) | None => Ok(()),
-        Some(Err((_, RDKafkaErrorCode::InvalidReplicationFactor))) => Err(ConnectError::fatal(cannot(format!(
-            "errors.deadletterqueue.topic.replication.factor is {factor}, more than the brokers the cluster has"
-        )))),
-        Some(Err((_, code))) => Err(ConnectError::fatal(cannot(code.to_string()))),
-    }
 }
 
 pub struct DeadLetters {
@@ -135,7 +95,16 @@ impl DeadLetters {
         if exists(&producer, &topic).await {
             debug!(topic = %topic, "the dead letter queue topic exists");
         } else {
-            create(settings, client(Role::Admin)?, &topic).await?;
+            let admin = admin_client(client(Role::Admin)?, "the dead letter queue")?;
+            let spec = NewTopicSpec {
+                topic: &topic,
+                partitions: 1,
+                replication_factor: settings.dlq_replication_factor,
+                configs: &BTreeMap::new(),
+                what: "the dead letter queue topic (errors.deadletterqueue.topic.name)",
+                replication_property: "errors.deadletterqueue.topic.replication.factor",
+            };
+            create_topic(&admin, &spec).await?;
         }
         Ok(Some(DeadLetters {
             topic,

@@ -2,6 +2,7 @@
 //! against Kafka, and reports their status and offsets to the control plane, every command
 //! carrying the task's generation so that a stale run is fenced.
 
+mod admin;
 mod clients;
 mod connector;
 mod dlq;

@@ -14,6 +14,7 @@ use ferry_connect::errors::ErrorSettings;
 use ferry_connect::plugin::TaskFactory;
 use ferry_connect::record::source_map_json;
 use ferry_connect::task::SourceTaskContext;
+use ferry_connect::topic_creation::TopicCreation;
 use ferry_connect::{ConnectError, Converter, SourceRecord, SourceTask, Stage, Value};
 use ferry_meta::state::{Command, SourceOffset, TargetState};
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
@@ -22,6 +23,7 @@ use rdkafka::producer::{DeliveryFuture, FutureProducer, FutureRecord};
 use tokio::sync::watch;
 use tracing::{debug, info, instrument};
 
+use crate::admin::SourceTopics;
 use crate::dlq::Original;
 use crate::report::Reporter;
 use crate::retry::Retry;
@@ -57,6 +59,8 @@ struct SourceLoop {
     stop: watch::Receiver<bool>,
     /// The converter classes, for error reports: key, value, header.
     classes: [String; 3],
+    /// Creates the topics it writes to before their first record (KIP-158), if configured.
+    topics: Option<SourceTopics>,
     in_flight: Vec<(DeliveryFuture, Position)>,
     /// Latest offset per source partition among the records sent (JSON texts).
     sent: BTreeMap<String, String>,
@@ -88,6 +92,24 @@ impl SourceLoop {
         let producer: FutureProducer = config
             .create()
             .map_err(|e| ConnectError::fatal(format!("cannot create a Kafka producer: {e}")))?;
+        let topics = match TopicCreation::from_config(&ctx.connector_config) {
+            Ok(None) => None,
+            Ok(Some(rules)) => {
+                let admin = crate::clients::client_config(
+                    &kafka,
+                    crate::clients::Role::Admin,
+                    &ctx.connector_config,
+                    &ctx.name,
+                    ctx.task,
+                )?;
+                let admin = crate::admin::admin_client(admin, "topic creation")?;
+                Some(SourceTopics::new(rules, admin))
+            }
+            Err(problems) => {
+                let text: Vec<String> = problems.iter().map(|(k, p)| format!("{k}: {p}")).collect();
+                return Err(ConnectError::fatal(text.join("; ")).into());
+            }
+        };
         let mut task = factory(&ctx.task_config)?;
         ctx.catch_up().await?;
         task.start(SourceTaskContext {
@@ -101,6 +123,7 @@ impl SourceLoop {
             ctx,
             task,
             producer,
+            topics,
             key,
             value,
             headers,
@@ -223,6 +246,9 @@ impl SourceLoop {
         out: &Original,
         position: &Position,
     ) -> Result<(), Failure> {
+        if let Some(topics) = &mut self.topics {
+            topics.ensure(&record.topic).await?;
+        }
         loop {
             let mut headers = OwnedHeaders::new();
             for (key, value) in &out.headers {
