@@ -221,3 +221,53 @@ fn a_source_creates_its_topics_by_their_group_when_the_brokers_do_not() {
         described.lines().next().unwrap_or_default()
     ));
 }
+
+#[test]
+fn sasl_scram_credentials_in_the_workers_kafka_properties_reach_every_client() {
+    const PASSWORD: &str = "scram-Secret-7d1f";
+    let kafka = Kafka::scram("ferry", PASSWORD, &[("lines", 2)]);
+    let settings = Settings {
+        kafka_properties: [
+            ("security.protocol", "SASL_PLAINTEXT"),
+            ("sasl.mechanisms", "SCRAM-SHA-256"),
+            ("sasl.username", "ferry"),
+            ("sasl.password", PASSWORD),
+        ]
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .to_vec(),
+        ..Settings::default()
+    };
+    let (cluster, _) = started(1, &kafka, settings);
+    let (input, expected) = write_input(&cluster, 300);
+    create_source_with(&cluster, 1, "source", &input, "lines", &[]);
+    create(
+        &cluster,
+        1,
+        "sink",
+        &[
+            ("connector.class", "FileStreamSink"),
+            ("topics", "lines"),
+            ("file", "sink.out"),
+            ("errors.tolerance", "all"),
+            ("errors.deadletterqueue.topic.name", "dlq-sink"),
+            ("errors.deadletterqueue.topic.replication.factor", "1"),
+        ],
+    );
+    // The producer, the consumer, the DLQ's admin client and the scheduler's metadata
+    // client all log in: the lines go through.
+    let got = wait_for("every line through the SASL listener", FLOW, || {
+        let got: BTreeSet<String> = lines(&cluster, "sink.out").into_iter().collect();
+        (got.len() == expected.len()).then_some(got)
+    });
+    assert_eq!(got, expected);
+    let log = cluster.log_text(1);
+    assert!(
+        !log.contains(PASSWORD),
+        "the node's log holds the SASL password"
+    );
+    let status = cluster
+        .json(1, &["connectors", "config", "sink"])
+        .to_string();
+    assert!(!status.contains(PASSWORD));
+    say("CLIENTS: SASL/SCRAM from [kafka] properties: 300 lines through the SASL listener, the password in no log");
+}

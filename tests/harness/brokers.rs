@@ -43,6 +43,9 @@ fn has_jars(dir: &Path) -> bool {
 /// replaces them, e.g. for a benchmark).
 const TEST_JVM: &str = "-Xms64m -Xmx384m -XX:+UseSerialGC -XX:TieredStopAtLevel=1";
 
+/// The SASL mechanism of a `scram` cluster.
+const SCRAM: &str = "SCRAM-SHA-256";
+
 /// The environment variable holding the address of the broker `ferry-kafka` runs for a whole
 /// test run (see [`crate::Kafka`]).
 pub const SHARED: &str = "FERRY_TEST_KAFKA";
@@ -70,6 +73,8 @@ struct Node {
 pub struct Brokers {
     /// `host:port,…` of every broker.
     pub bootstrap: String,
+    /// What a client needs besides the bootstrap servers (SASL credentials with `scram`).
+    pub client: Vec<(String, String)>,
     nodes: Vec<Node>,
     _dir: tempfile::TempDir,
 }
@@ -84,6 +89,17 @@ impl Brokers {
 
     /// `start`, with more broker properties (e.g. `auto.create.topics.enable=false`).
     pub fn start_with(count: u32, more: &[(&str, &str)]) -> Brokers {
+        Brokers::launch(count, more, None)
+    }
+
+    /// One broker whose only client listener is SASL_PLAINTEXT with SCRAM-SHA-256, and one
+    /// user, `user` with `password` (made when the node is formatted); the harness's own
+    /// clients log in as that user.
+    pub fn scram(user: &str, password: &str) -> Brokers {
+        Brokers::launch(1, &[], Some((user, password)))
+    }
+
+    fn launch(count: u32, more: &[(&str, &str)], scram: Option<(&str, &str)>) -> Brokers {
         assert!(count == 1 || count == 3, "1 or 3 brokers, not {count}");
         let started = Instant::now();
         let dir = tempfile::Builder::new()
@@ -98,6 +114,11 @@ impl Brokers {
             .collect();
         let replicas = count.min(3);
         let cluster_id = kafka_uuid();
+        let listener = if scram.is_some() {
+            "SASL_PLAINTEXT"
+        } else {
+            "PLAINTEXT"
+        };
         let mut nodes = Vec::new();
         let mut formats = Vec::new();
         for (i, (port, controller)) in ports.iter().enumerate() {
@@ -109,12 +130,14 @@ impl Brokers {
                 format!("node.id={id}"),
                 format!("controller.quorum.voters={}", voters.join(",")),
                 format!(
-                    "listeners=PLAINTEXT://127.0.0.1:{port},CONTROLLER://127.0.0.1:{controller}"
+                    "listeners={listener}://127.0.0.1:{port},CONTROLLER://127.0.0.1:{controller}"
                 ),
-                format!("advertised.listeners=PLAINTEXT://127.0.0.1:{port}"),
+                format!("advertised.listeners={listener}://127.0.0.1:{port}"),
+                format!("inter.broker.listener.name={listener}"),
                 "controller.listener.names=CONTROLLER".to_string(),
-                "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT"
-                    .to_string(),
+                format!(
+                    "listener.security.protocol.map={listener}:{listener},CONTROLLER:PLAINTEXT"
+                ),
                 format!("log.dirs={}", data.display()),
                 format!("default.replication.factor={replicas}"),
                 format!("min.insync.replicas={}", if replicas == 3 { 2 } else { 1 }),
@@ -127,14 +150,31 @@ impl Brokers {
             ]
             .to_vec();
             properties.extend(more.iter().map(|(k, v)| format!("{k}={v}")));
+            if let Some((user, password)) = scram {
+                properties.extend([
+                    format!("sasl.enabled.mechanisms={SCRAM}"),
+                    format!("sasl.mechanism.inter.broker.protocol={SCRAM}"),
+                    format!(
+                        "listener.name.sasl_plaintext.scram-sha-256.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required username=\"{user}\" password=\"{password}\";"
+                    ),
+                ]);
+            }
             std::fs::write(&config, properties.join("\n") + "\n").expect("server.properties");
             // The nodes are formatted side by side (a JVM start each).
-            let format = java("kafka.tools.StorageTool")
-                // `=`: a cluster id may begin with `-`.
+            let mut format = java("kafka.tools.StorageTool");
+            // `=`: a cluster id may begin with `-`.
+            format
                 .arg("format")
                 .arg(format!("--cluster-id={cluster_id}"))
                 .arg("--config")
-                .arg(&config)
+                .arg(&config);
+            if let Some((user, password)) = scram {
+                format.args([
+                    "--add-scram",
+                    &format!("{SCRAM}=[name={user},password={password}]"),
+                ]);
+            }
+            let format = format
                 .stdout(Stdio::null())
                 .stderr(Stdio::piped())
                 .spawn()
@@ -164,6 +204,18 @@ impl Brokers {
                 .map(|n| format!("127.0.0.1:{}", n.port))
                 .collect::<Vec<_>>()
                 .join(","),
+            client: scram
+                .map(|(user, password)| {
+                    [
+                        ("security.protocol", "SASL_PLAINTEXT"),
+                        ("sasl.mechanisms", SCRAM),
+                        ("sasl.username", user),
+                        ("sasl.password", password),
+                    ]
+                    .map(|(k, v)| (k.to_string(), v.to_string()))
+                    .to_vec()
+                })
+                .unwrap_or_default(),
             nodes,
             _dir: dir,
         };
@@ -198,7 +250,7 @@ impl Brokers {
 
     /// Wait until every broker is in the cluster's metadata.
     fn wait_ready(&self) {
-        let consumer = metadata_client(&self.bootstrap);
+        let consumer = metadata_client(&self.bootstrap, &self.client);
         let want = self.nodes.len();
         wait_for("every Kafka broker in the metadata", BOOT, || {
             let metadata = consumer.fetch_metadata(None, Duration::from_secs(2)).ok()?;
@@ -227,7 +279,8 @@ impl Brokers {
 
     /// Create topics (name, partitions) through the Admin API and wait until they exist.
     pub fn create_topics(&self, topics: &[(&str, i32)]) {
-        create_topics(&self.bootstrap, topics, self.nodes.len().min(3) as i32);
+        let replicas = self.nodes.len().min(3) as i32;
+        create_topics_as(&self.bootstrap, &self.client, topics, replicas);
     }
 
     /// `kill -9` one node.
@@ -295,9 +348,21 @@ impl Drop for Brokers {
 }
 
 /// An admin client, and a runtime to wait on its answers.
-fn admin(bootstrap: &str) -> (AdminClient<DefaultClientContext>, tokio::runtime::Runtime) {
-    let admin = ClientConfig::new()
-        .set("bootstrap.servers", bootstrap)
+/// A client config for the cluster at `bootstrap`, with what else its clients need.
+fn client_config(bootstrap: &str, client: &[(String, String)]) -> ClientConfig {
+    let mut config = ClientConfig::new();
+    config.set("bootstrap.servers", bootstrap);
+    for (k, v) in client {
+        config.set(k, v);
+    }
+    config
+}
+
+fn admin(
+    bootstrap: &str,
+    client: &[(String, String)],
+) -> (AdminClient<DefaultClientContext>, tokio::runtime::Runtime) {
+    let admin = client_config(bootstrap, client)
         .create()
         .expect("an admin client");
     let runtime = tokio::runtime::Builder::new_current_thread()
@@ -307,16 +372,19 @@ fn admin(bootstrap: &str) -> (AdminClient<DefaultClientContext>, tokio::runtime:
     (admin, runtime)
 }
 
-fn metadata_client(bootstrap: &str) -> BaseConsumer {
-    ClientConfig::new()
-        .set("bootstrap.servers", bootstrap)
+fn metadata_client(bootstrap: &str, client: &[(String, String)]) -> BaseConsumer {
+    client_config(bootstrap, client)
         .create()
         .expect("a metadata client")
 }
 
 /// The topics of the cluster that are not Kafka's own (`__…`), with their partition counts.
 pub fn topics(bootstrap: &str) -> Vec<(String, usize)> {
-    let metadata = metadata_client(bootstrap)
+    topics_as(bootstrap, &[])
+}
+
+fn topics_as(bootstrap: &str, client: &[(String, String)]) -> Vec<(String, usize)> {
+    let metadata = metadata_client(bootstrap, client)
         .fetch_metadata(None, Duration::from_secs(10))
         .expect("Kafka metadata");
     metadata
@@ -330,10 +398,19 @@ pub fn topics(bootstrap: &str) -> Vec<(String, usize)> {
 /// Create topics (name, partitions) with `replicas` replicas through the Admin API, and wait
 /// until the metadata shows every partition.
 pub fn create_topics(bootstrap: &str, topics: &[(&str, i32)], replicas: i32) {
+    create_topics_as(bootstrap, &[], topics, replicas);
+}
+
+fn create_topics_as(
+    bootstrap: &str,
+    client: &[(String, String)],
+    topics: &[(&str, i32)],
+    replicas: i32,
+) {
     if topics.is_empty() {
         return;
     }
-    let (admin, runtime) = admin(bootstrap);
+    let (admin, runtime) = admin(bootstrap, client);
     let new: Vec<NewTopic> = topics
         .iter()
         .map(|(name, partitions)| {
@@ -350,7 +427,7 @@ pub fn create_topics(bootstrap: &str, topics: &[(&str, i32)], replicas: i32) {
         }
     }
     wait_for("the new topics in the metadata", BOOT, || {
-        let known = self::topics(bootstrap);
+        let known = topics_as(bootstrap, client);
         topics
             .iter()
             .all(|(name, partitions)| known.contains(&(name.to_string(), *partitions as usize)))
@@ -361,9 +438,9 @@ pub fn create_topics(bootstrap: &str, topics: &[(&str, i32)], replicas: i32) {
 /// Empty a shared cluster for the next test: delete every topic that is not Kafka's own and
 /// every consumer group, and wait until the metadata shows no topic left.
 pub fn clear(bootstrap: &str) {
-    let (admin, runtime) = admin(bootstrap);
+    let (admin, runtime) = admin(bootstrap, &[]);
     let options = AdminOptions::new().operation_timeout(Some(Duration::from_secs(30)));
-    let groups: Vec<String> = metadata_client(bootstrap)
+    let groups: Vec<String> = metadata_client(bootstrap, &[])
         .fetch_group_list(None, Duration::from_secs(10))
         .map(|list| list.groups().iter().map(|g| g.name().to_string()).collect())
         .unwrap_or_default();

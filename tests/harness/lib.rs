@@ -112,6 +112,8 @@ pub struct Settings {
     pub log_filter: String,
     /// Kafka bootstrap servers, if the nodes run tasks.
     pub kafka: Option<String>,
+    /// `[kafka] properties` (e.g. SASL credentials).
+    pub kafka_properties: Vec<(String, String)>,
     pub worker_heartbeat_ms: u64,
     pub worker_timeout_ms: u64,
     pub offset_flush_ms: u64,
@@ -155,6 +157,7 @@ impl Default for Settings {
             log_filter: std::env::var("FERRY_TEST_LOG")
                 .unwrap_or_else(|_| "info,openraft=warn".into()),
             kafka: None,
+            kafka_properties: Vec::new(),
             worker_heartbeat_ms: 300,
             worker_timeout_ms: 3000,
             offset_flush_ms: 1000,
@@ -366,6 +369,12 @@ impl Cluster {
         }
         if let Some(bootstrap) = &s.kafka {
             text.push_str(&format!("\n[kafka]\nbootstrap_servers = {bootstrap:?}\n"));
+            if !s.kafka_properties.is_empty() {
+                text.push_str("[kafka.properties]\n");
+                for (key, value) in &s.kafka_properties {
+                    text.push_str(&format!("{key:?} = {value:?}\n"));
+                }
+            }
         }
         text
     }
@@ -846,6 +855,21 @@ impl Kafka {
         own.create_topics(topics);
         say(format!(
             "Kafka at {} (no auto-creation) with topics {topics:?}",
+            own.bootstrap
+        ));
+        Kafka {
+            bootstrap: own.bootstrap.clone(),
+            _own: Some(own),
+        }
+    }
+
+    /// A single broker of the test's own whose only client listener is SASL_PLAINTEXT with
+    /// SCRAM-SHA-256 and one user, with these topics; its client properties in `client`.
+    pub fn scram(user: &str, password: &str, topics: &[(&str, i32)]) -> Kafka {
+        let own = brokers::Brokers::scram(user, password);
+        own.create_topics(topics);
+        say(format!(
+            "Kafka at {} (SASL/SCRAM) with topics {topics:?}",
             own.bootstrap
         ));
         Kafka {
