@@ -88,11 +88,16 @@ pub async fn run(config: ClusterConfig, mut shutdown: watch::Receiver<bool>) -> 
         .add_service(PeerService::server(node.clone()))
         .serve_with_incoming_shutdown(incoming(peer_listener), signalled(peer_stop));
     let plugins = Arc::new(plugins());
+    let kafka = config.kafka.as_ref().map(|k| KafkaSettings {
+        bootstrap_servers: k.bootstrap_servers.clone(),
+        properties: k.properties.clone(),
+    });
     let api = Api::new(
         node.clone(),
         plugins.as_ref().clone(),
         config.target_voters,
         config.limits.clone(),
+        kafka.clone(),
     );
     let api_server = tonic::transport::Server::builder()
         .add_service(
@@ -113,10 +118,6 @@ pub async fn run(config: ClusterConfig, mut shutdown: watch::Receiver<bool>) -> 
         "serving"
     );
 
-    let kafka = config.kafka.as_ref().map(|k| KafkaSettings {
-        bootstrap_servers: k.bootstrap_servers.clone(),
-        properties: k.properties.clone(),
-    });
     let graceful = Duration::from_millis(config.worker.task_shutdown_graceful_timeout_ms);
     let timing = scheduler::Timing {
         heartbeat_interval: Duration::from_millis(config.worker.heartbeat_interval_ms),

@@ -14,6 +14,9 @@ pub enum ApiError {
     Invalid(String),
     #[error(transparent)]
     Meta(#[from] MetaError),
+    /// Kafka did not do what the call needs of it.
+    #[error("{0}")]
+    Kafka(String),
 }
 
 impl From<ApiError> for Status {
@@ -35,6 +38,7 @@ impl From<ApiError> for Status {
                 Code::InvalidArgument
             }
             ApiError::Meta(m) if m.is_retriable() => Code::Unavailable,
+            ApiError::Kafka(_) => Code::Unavailable,
             ApiError::Meta(MetaError::Membership(_)) => Code::FailedPrecondition,
             ApiError::Meta(_) => Code::Internal,
         };

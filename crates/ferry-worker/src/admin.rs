@@ -1,7 +1,8 @@
-//! Topics a task creates through Kafka's Admin API, as Kafka Connect's worker does: a dead
-//! letter queue's, and a source's new topics (KIP-158, `ferry_connect::topic_creation`). A
-//! topic that exists is fine; any other refusal fails the task, naming the topic and the
-//! property that set what the brokers refused.
+//! What Ferry asks of Kafka's Admin API, as Kafka Connect's worker does: the topics a task
+//! creates — a dead letter queue's, and a source's new topics (KIP-158,
+//! `ferry_connect::topic_creation`); a topic that exists is fine, any other refusal fails the
+//! task, naming the topic and the property that set what the brokers refused — and the
+//! deletion of a sink's consumer group when its offsets are reset.
 
 use std::collections::{BTreeMap, HashSet};
 use std::time::Duration;
@@ -13,6 +14,8 @@ use rdkafka::client::DefaultClientContext;
 use rdkafka::types::RDKafkaErrorCode;
 use rdkafka::ClientConfig;
 use tracing::info;
+
+use crate::kafka::KafkaSettings;
 
 /// How long the brokers have to answer a CreateTopics request.
 const CREATE_TIMEOUT: Duration = Duration::from_secs(5);
@@ -122,5 +125,29 @@ impl SourceTopics {
         .await?;
         self.known.insert(topic.to_string());
         Ok(())
+    }
+}
+
+/// Forget a sink connector's offsets in Kafka — its `connect-<name>` consumer group — as Kafka
+/// Connect does when a sink's offsets are reset, so that its next start does not resume from
+/// them. A group that does not exist is fine.
+pub async fn delete_sink_group(kafka: &KafkaSettings, connector: &str) -> Result<(), String> {
+    let group = format!("connect-{connector}");
+    let admin: AdminClient<DefaultClientContext> = kafka
+        .client_config()
+        .create()
+        .map_err(|e| format!("no admin client to delete the group {group}: {e}"))?;
+    let options = AdminOptions::new().operation_timeout(Some(CREATE_TIMEOUT));
+    let deleted = tokio::time::timeout(CREATE_TIMEOUT, admin.delete_groups(&[&group], &options))
+        .await
+        .map_err(|_| format!("Kafka did not answer the deletion of the group {group} in time"))?
+        .map_err(|e| format!("cannot delete the group {group}: {e}"))?;
+    match deleted.first() {
+        Some(Ok(_)) | None => Ok(()),
+        Some(Err((_, RDKafkaErrorCode::GroupIdNotFound))) => Ok(()),
+        Some(Err((_, RDKafkaErrorCode::NonEmptyGroup))) => Err(format!(
+            "the consumer group {group} has members (another consumer uses it): stop them first"
+        )),
+        Some(Err((_, code))) => Err(format!("cannot delete the group {group}: {code}")),
     }
 }

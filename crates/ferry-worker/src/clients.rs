@@ -124,6 +124,13 @@ const NOT_USED: &[&str] = &[
     "buffer.memory",
 ];
 
+/// Whether a worker property is for one kind of client only (`producer.linger.ms`).
+pub fn for_one_client(key: &str) -> bool {
+    [Role::Producer, Role::Consumer, Role::Admin]
+        .iter()
+        .any(|role| key.starts_with(role.worker_prefix()))
+}
+
 /// One property of a client and the name it was given under (for errors and logs).
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct Layered {
@@ -190,9 +197,8 @@ fn layers(
     if role == Role::Consumer {
         put("group.id", &format!("connect-{name}"), "group.id".into())?;
     }
-    let prefixes = [Role::Producer, Role::Consumer, Role::Admin].map(Role::worker_prefix);
     for (key, value) in worker {
-        if !prefixes.iter().any(|p| key.starts_with(p)) {
+        if !for_one_client(key) {
             put(key, value, format!("kafka.properties.{key}"))?;
         }
     }

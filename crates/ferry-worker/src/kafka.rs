@@ -16,12 +16,16 @@ pub struct KafkaSettings {
 }
 
 impl KafkaSettings {
-    /// A client config with the bootstrap servers and the pass-through properties.
+    /// A client config of the worker itself (the scheduler's metadata, the offsets
+    /// takeover): the bootstrap servers and the pass-through properties that are not for one
+    /// kind of client only (`producer.…`, see [`crate::clients`]).
     pub fn client_config(&self) -> ClientConfig {
         let mut config = ClientConfig::new();
         config.set("bootstrap.servers", &self.bootstrap_servers);
         for (k, v) in &self.properties {
-            config.set(k, v);
+            if !crate::clients::for_one_client(k) {
+                config.set(k, v);
+            }
         }
         config
     }

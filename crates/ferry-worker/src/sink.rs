@@ -406,8 +406,8 @@ impl SinkLoop {
     }
 }
 
-/// The task's consumer, `assign()`ed its partitions from `from` (where none, as
-/// `auto.offset.reset` says).
+/// The task's consumer, `assign()`ed its partitions from `from` (where none, from its
+/// group's committed offset or as `auto.offset.reset` says).
 fn consumer(
     ctx: &UnitCtx,
     kafka: &crate::KafkaSettings,
@@ -423,29 +423,14 @@ fn consumer(
         &ctx.name,
         ctx.task,
     )?;
-    // Where a partition without a committed offset starts: `auto.offset.reset` (Kafka
-    // Connect's `earliest`, or the connector's `consumer.override.auto.offset.reset`).
-    let unknown = match config.get("auto.offset.reset") {
-        Some("latest" | "largest" | "end") => Some(Offset::End),
-        Some("none" | "error") => None,
-        _ => Some(Offset::Beginning),
-    };
     let consumer: StreamConsumer = config
         .create()
         .map_err(|e| ConnectError::fatal(format!("cannot create a Kafka consumer: {e}")))?;
     let mut assignment = TopicPartitionList::new();
     for tp in partitions {
-        let offset = match from.get(tp) {
-            Some(o) => Offset::Offset(*o),
-            None => unknown.ok_or_else(|| {
-                ConnectError::fatal(format!(
-                    "{}: {}-{} has no committed offset, and auto.offset.reset is none",
-                    ctx.label(),
-                    tp.topic,
-                    tp.partition
-                ))
-            })?,
-        };
+        // Without an offset in Raft: the group's committed offset (one Kafka Connect left,
+        // when Ferry takes a connector over), else where `auto.offset.reset` says.
+        let offset = from.get(tp).map_or(Offset::Stored, |o| Offset::Offset(*o));
         assignment
             .add_partition_offset(&tp.topic, tp.partition, offset)
             .map_err(|e| kafka_error("assign", e))?;

@@ -31,6 +31,8 @@ pub struct Api {
     plugins: Arc<Vec<PluginDesc>>,
     target_voters: usize,
     limits: Arc<Limits>,
+    /// The brokers, for what an API call asks of Kafka itself (a sink's group on reset).
+    kafka: Option<ferry_worker::KafkaSettings>,
 }
 
 type Reply<T> = Result<GrpcResponse<T>, Status>;
@@ -72,12 +74,14 @@ impl Api {
         plugins: Vec<PluginDesc>,
         target_voters: usize,
         limits: Limits,
+        kafka: Option<ferry_worker::KafkaSettings>,
     ) -> Self {
         Api {
             node,
             plugins: Arc::new(plugins),
             target_voters,
             limits: Arc::new(limits),
+            kafka,
         }
     }
 
@@ -574,6 +578,22 @@ impl Management for Api {
     ) -> Reply<pb::ConnectorOffsets> {
         let req = req.into_inner();
         let name = require_name(&req.name)?.to_string();
+        // A stopped sink's group offsets go first, as Kafka Connect deletes them: with no
+        // offsets in Raft, a sink starts from its group's (see the worker's sink loop).
+        let stopped = self
+            .read_connector(&name, |s| {
+                s.connectors
+                    .get(&name)
+                    .map(|c| c.target == ferry_meta::state::TargetState::Stopped)
+            })
+            .await?;
+        if stopped && self.connector_kind(&name).await? == PluginKind::Sink {
+            if let Some(kafka) = &self.kafka {
+                ferry_worker::admin::delete_sink_group(kafka, &name)
+                    .await
+                    .map_err(ApiError::Kafka)?;
+            }
+        }
         self.write(
             &req.request_id,
             Command::ResetOffsets { name: name.clone() },
