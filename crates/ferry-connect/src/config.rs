@@ -269,6 +269,20 @@ pub fn sink_common() -> ConfigDef {
     sink_own()
 }
 
+/// The property that names the topic where Kafka Connect kept a source connector's offsets
+/// (KIP-618's per-connector `offsets.storage.topic`).
+pub const OFFSETS_STORAGE_TOPIC: &str = "offsets.storage.topic";
+
+/// Properties every source connector has.
+pub fn source_common() -> ConfigDef {
+    vec![ConfigKey::new(
+        OFFSETS_STORAGE_TOPIC,
+        ConfigType::String,
+        Importance::Low,
+        "Kafka Connect's offsets topic of this connector (its worker's offset.storage.topic,          e.g. connect-offsets): a task with no offsets in Ferry starts from the last ones          Kafka Connect wrote there for this connector's name, so that a pipeline moves from          Kafka Connect to Ferry without reading anything twice or skipping anything. Unset:          the worker's [worker] offset_storage_topic, if any.",
+    )]
+}
+
 fn sink_own() -> ConfigDef {
     vec![
         ConfigKey::new(

@@ -90,8 +90,9 @@ impl Validation {
 /// The full definition of a plugin: common connector properties, sink ones for sinks, its own.
 pub fn definition(plugin: &PluginDesc) -> ConfigDef {
     let mut def = connector_common();
-    if plugin.kind() == PluginKind::Sink {
-        def.extend(sink_common());
+    match plugin.kind() {
+        PluginKind::Sink => def.extend(sink_common()),
+        PluginKind::Source => def.extend(crate::config::source_common()),
     }
     def.extend((plugin.config)());
     def

@@ -166,6 +166,7 @@ pub async fn run(config: ClusterConfig, mut shutdown: watch::Receiver<bool>) -> 
                 ),
                 commit_consumer_group: config.worker.commit_consumer_group,
                 converters: config.worker.converters.clone(),
+                offset_storage_topic: config.worker.offset_storage_topic.clone(),
                 test_panic_connector: config.worker.test_panic_connector.clone(),
             },
             lease_state,

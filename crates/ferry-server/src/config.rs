@@ -187,6 +187,11 @@ pub struct WorkerSettings {
     /// does, so that existing lag monitoring keeps working. Raft stays authoritative.
     #[serde(default = "WorkerSettings::default_commit_consumer_group")]
     pub commit_consumer_group: bool,
+    /// Kafka Connect's offsets topic (its worker's `offset.storage.topic`): a source
+    /// connector with no offsets in Ferry starts from the last ones Kafka Connect wrote there
+    /// for its name (a connector's `offsets.storage.topic` wins).
+    #[serde(default)]
+    pub offset_storage_topic: Option<String>,
     /// Test only: never give up the ownership lease, so that tests can show that generation
     /// fencing alone keeps a zombie worker harmless. Never set this in production.
     #[serde(default)]
@@ -236,6 +241,7 @@ impl Default for WorkerSettings {
             task_shutdown_graceful_timeout_ms: Self::default_task_shutdown_graceful_timeout_ms(),
             shutdown_timeout_ms: Self::default_shutdown_timeout_ms(),
             commit_consumer_group: Self::default_commit_consumer_group(),
+            offset_storage_topic: None,
             test_disable_lease: false,
             test_panic_connector: None,
             converters: std::collections::BTreeMap::new(),

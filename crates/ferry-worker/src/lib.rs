@@ -13,6 +13,7 @@ mod retry;
 pub mod runtime;
 mod sink;
 mod source;
+mod takeover;
 pub mod unit;
 
 pub use kafka::{KafkaSettings, Metadata, Topics};

@@ -115,7 +115,7 @@ impl SourceLoop {
         task.start(SourceTaskContext {
             connector: ctx.name.clone(),
             task: ctx.task.unwrap_or_default(),
-            offsets: Arc::new(CommittedSourceOffsets::of(&ctx)),
+            offsets: Arc::new(CommittedSourceOffsets::load(&ctx, &kafka).await?),
         })
         .await?;
         info!(task = %ctx.label(), generation = ctx.generation, "source task started");

@@ -32,6 +32,9 @@ pub struct RuntimeSettings {
     /// (`value.converter`, `value.converter.schemas.enable`): what a connector that names none
     /// uses.
     pub converters: BTreeMap<String, String>,
+    /// Kafka Connect's offsets topic (its `offset.storage.topic`), to take source connectors
+    /// over from it (see [`crate::takeover`]); a connector's `offsets.storage.topic` wins.
+    pub offset_storage_topic: Option<String>,
     /// Test only: the units of this connector panic as they start.
     pub test_panic_connector: Option<String>,
 }
@@ -236,6 +239,28 @@ pub struct CommittedSourceOffsets {
 }
 
 impl CommittedSourceOffsets {
+    /// Ferry's offsets of the connector; without any, those Kafka Connect left in its offsets
+    /// topic, if one is named (the connector's `offsets.storage.topic`, or the worker's).
+    pub async fn load(ctx: &UnitCtx, kafka: &KafkaSettings) -> Result<Self, ConnectError> {
+        let own = Self::of(ctx);
+        let topic = ctx
+            .connector_config
+            .get(ferry_connect::config::OFFSETS_STORAGE_TOPIC)
+            .or(ctx.settings.offset_storage_topic.as_ref())
+            .filter(|t| !t.trim().is_empty());
+        let Some(topic) = topic.filter(|_| own.offsets.is_empty()) else {
+            return Ok(own);
+        };
+        let offsets = crate::takeover::source_offsets(kafka, topic, &ctx.name).await?;
+        tracing::info!(
+            task = %ctx.label(),
+            topic = %topic,
+            partitions = offsets.len(),
+            "no offsets in Ferry: starting from Kafka Connect's"
+        );
+        Ok(CommittedSourceOffsets { offsets })
+    }
+
     pub fn of(ctx: &UnitCtx) -> Self {
         let applied = ctx.node.state().read();
         let offsets = applied
