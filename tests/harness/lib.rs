@@ -823,7 +823,7 @@ pub fn members(status: &Value) -> BTreeMap<u64, String> {
 /// groups — or, for a test run on its own, a single broker of the test's own, stopped on drop.
 pub struct Kafka {
     pub bootstrap: String,
-    _own: Option<brokers::Brokers>,
+    own: Option<brokers::Brokers>,
 }
 
 impl Kafka {
@@ -842,10 +842,7 @@ impl Kafka {
         };
         brokers::create_topics(&bootstrap, topics, 1);
         say(format!("Kafka at {bootstrap} with topics {topics:?}"));
-        Kafka {
-            bootstrap,
-            _own: own,
-        }
+        Kafka { bootstrap, own }
     }
 
     /// A single broker of the test's own that does not create topics on first use
@@ -859,7 +856,7 @@ impl Kafka {
         ));
         Kafka {
             bootstrap: own.bootstrap.clone(),
-            _own: Some(own),
+            own: Some(own),
         }
     }
 
@@ -874,7 +871,7 @@ impl Kafka {
         ));
         Kafka {
             bootstrap: own.bootstrap.clone(),
-            _own: Some(own),
+            own: Some(own),
         }
     }
 
@@ -886,8 +883,13 @@ impl Kafka {
         say(format!("Kafka at {} with topics {topics:?}", own.bootstrap));
         Kafka {
             bootstrap: own.bootstrap.clone(),
-            _own: Some(own),
+            own: Some(own),
         }
+    }
+
+    /// The brokers, when they are the test's own (to kill, pause or restart one).
+    pub fn brokers_mut(&mut self) -> Option<&mut brokers::Brokers> {
+        self.own.as_mut()
     }
 
     /// The records of `topic` as Kafka's own console consumer prints them (one per line, each

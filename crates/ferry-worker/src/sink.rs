@@ -3,16 +3,16 @@
 //! are converted and `put`; every `offset.flush.interval.ms` the offsets `pre_commit` returns are
 //! committed with the task's generation, so a stale run is fenced.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use ferry_connect::plugin::TaskFactory;
 use ferry_connect::task::{Rewinds, SinkTaskContext};
 use ferry_connect::{ConnectError, Converter, Header, SinkRecord, SinkTask, TopicPartition};
 use ferry_meta::state::{Command, SinkOffset, TargetState};
 use futures::FutureExt;
-use rdkafka::consumer::{CommitMode, Consumer, StreamConsumer};
+use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer, StreamConsumer};
 use rdkafka::message::{BorrowedMessage, Headers, Message};
 use rdkafka::{Offset, TopicPartitionList};
 use tokio::sync::watch;
@@ -67,6 +67,26 @@ fn kafka_error(what: &str, e: rdkafka::error::KafkaError) -> ConnectError {
     ConnectError::retriable(format!("{what}: {e}"))
 }
 
+/// Whether an error the consumer reports is one it recovers from by itself (a broker gone or
+/// paused, a coordinator moving): logged, and consuming goes on — as a Java consumer retries
+/// them inside `poll`. What it cannot recover from fails the task: no offset to reset to
+/// (`auto.offset.reset=none`), a refused authorization, a fatal error.
+fn recovers_by_itself(e: &rdkafka::error::KafkaError) -> bool {
+    use rdkafka::error::KafkaError;
+    use rdkafka::types::RDKafkaErrorCode as Code;
+    match e {
+        KafkaError::MessageConsumption(code) => !matches!(
+            code,
+            Code::AutoOffsetReset
+                | Code::TopicAuthorizationFailed
+                | Code::GroupAuthorizationFailed
+                | Code::ClusterAuthorizationFailed
+                | Code::Fatal
+        ),
+        _ => false,
+    }
+}
+
 impl SinkLoop {
     async fn start(ctx: UnitCtx, stop: watch::Receiver<bool>) -> Result<Self, Failure> {
         let TaskFactory::Sink(factory) = ctx.plugin.tasks else {
@@ -114,7 +134,7 @@ impl SinkLoop {
         let consumer = if partitions.is_empty() {
             None
         } else {
-            Some(consumer(&ctx, &kafka, &partitions, &from)?)
+            Some(consumer(&ctx, &kafka, &partitions, &from).await?)
         };
         info!(task = %ctx.label(), partitions = partitions.len(), generation = ctx.generation, "sink task assigned");
         let committed: HashMap<TopicPartition, i64> = partitions
@@ -390,14 +410,27 @@ impl SinkLoop {
                 _ = flush.tick() => self.commit().await?,
                 _ = clock.tick() => self.tick().await?,
                 first = next_message(self.consumer.as_ref()), if !paused => {
-                    let first = first.map_err(|e| kafka_error("consume", e))?;
+                    let first = match first {
+                        Ok(first) => first,
+                        Err(e) if recovers_by_itself(&e) => {
+                            warn!(task = %self.ctx.label(), error = %e, "the consumer reports a transient error; it retries by itself");
+                            continue;
+                        }
+                        Err(e) => return Err(kafka_error("consume", e).into()),
+                    };
                     let mut batch = Batch::default();
                     self.take(&first, &mut batch)?;
                     drop(first);
                     while batch.consumed.len() < MAX_BATCH {
                         let Some(next) = next_message(self.consumer.as_ref()).now_or_never() else { break };
-                        let next = next.map_err(|e| kafka_error("consume", e))?;
-                        self.take(&next, &mut batch)?;
+                        match next {
+                            Ok(next) => self.take(&next, &mut batch)?,
+                            Err(e) if recovers_by_itself(&e) => {
+                                warn!(task = %self.ctx.label(), error = %e, "the consumer reports a transient error; it retries by itself");
+                                break;
+                            }
+                            Err(e) => return Err(kafka_error("consume", e).into()),
+                        }
                     }
                     self.put(batch).await?;
                 }
@@ -406,9 +439,13 @@ impl SinkLoop {
     }
 }
 
+/// How long a starting task keeps asking for its group's committed offsets (a broker may be
+/// away) before it fails.
+const GROUP_OFFSETS_TIMEOUT: Duration = Duration::from_secs(60);
+
 /// The task's consumer, `assign()`ed its partitions from `from` (where none, from its
 /// group's committed offset or as `auto.offset.reset` says).
-fn consumer(
+async fn consumer(
     ctx: &UnitCtx,
     kafka: &crate::KafkaSettings,
     partitions: &[TopicPartition],
@@ -423,14 +460,37 @@ fn consumer(
         &ctx.name,
         ctx.task,
     )?;
+    let unknown: Vec<TopicPartition> = partitions
+        .iter()
+        .filter(|tp| !from.contains_key(*tp))
+        .cloned()
+        .collect();
+    let group = if unknown.is_empty() {
+        BTreeMap::new()
+    } else {
+        group_offsets(ctx, &config, &unknown).await?
+    };
     let consumer: StreamConsumer = config
         .create()
         .map_err(|e| ConnectError::fatal(format!("cannot create a Kafka consumer: {e}")))?;
     let mut assignment = TopicPartitionList::new();
     for tp in partitions {
-        // Without an offset in Raft: the group's committed offset (one Kafka Connect left,
-        // when Ferry takes a connector over), else where `auto.offset.reset` says.
-        let offset = from.get(tp).map_or(Offset::Stored, |o| Offset::Offset(*o));
+        let offset = match from.get(tp).or(group.get(tp)) {
+            Some(o) => Offset::Offset(*o),
+            None => match config.get("auto.offset.reset") {
+                Some("latest" | "largest" | "end") => Offset::End,
+                Some("none" | "error") => {
+                    return Err(ConnectError::fatal(format!(
+                        "{}: {}-{} has no committed offset, and auto.offset.reset is none",
+                        ctx.label(),
+                        tp.topic,
+                        tp.partition
+                    ))
+                    .into())
+                }
+                _ => Offset::Beginning,
+            },
+        };
         assignment
             .add_partition_offset(&tp.topic, tp.partition, offset)
             .map_err(|e| kafka_error("assign", e))?;
@@ -439,6 +499,59 @@ fn consumer(
         .assign(&assignment)
         .map_err(|e| kafka_error("assign", e))?;
     Ok(consumer)
+}
+
+/// The `connect-<name>` group's committed offsets of these partitions (those Kafka Connect
+/// left, when Ferry takes a connector over), asked again while a broker is away; partitions
+/// without one are absent.
+async fn group_offsets(
+    ctx: &UnitCtx,
+    config: &rdkafka::ClientConfig,
+    partitions: &[TopicPartition],
+) -> Result<BTreeMap<TopicPartition, i64>, Failure> {
+    let mut tpl = TopicPartitionList::new();
+    for tp in partitions {
+        tpl.add_partition(&tp.topic, tp.partition);
+    }
+    let asking: Arc<BaseConsumer> = Arc::new(
+        config
+            .create()
+            .map_err(|e| ConnectError::fatal(format!("cannot create a Kafka consumer: {e}")))?,
+    );
+    let started = Instant::now();
+    loop {
+        let (client, query) = (asking.clone(), tpl.clone());
+        let asked = tokio::task::spawn_blocking(move || {
+            client.committed_offsets(query, Duration::from_secs(10))
+        })
+        .await
+        .map_err(|e| ConnectError::fatal(format!("asking for the group's offsets failed: {e}")))?;
+        match asked {
+            Ok(answer) => {
+                return Ok(answer
+                    .elements()
+                    .iter()
+                    .filter_map(|e| match e.offset() {
+                        Offset::Offset(o) => {
+                            Some((TopicPartition::new(e.topic().to_string(), e.partition()), o))
+                        }
+                        _ => None,
+                    })
+                    .collect())
+            }
+            Err(e) if started.elapsed() < GROUP_OFFSETS_TIMEOUT => {
+                warn!(task = %ctx.label(), error = %e, "cannot read the group's committed offsets yet; asking again");
+                tokio::time::sleep(Duration::from_secs(1)).await;
+            }
+            Err(e) => {
+                return Err(kafka_error(
+                    &format!("the committed offsets of group connect-{}", ctx.name),
+                    e,
+                )
+                .into())
+            }
+        }
+    }
 }
 
 /// The next message of the consumer; without one (no partition), never.

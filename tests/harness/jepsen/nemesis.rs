@@ -47,6 +47,11 @@ pub enum Nemesis {
     /// off (its connections reset), the leader paused until a successor leads. Nothing may
     /// move: a reset is no proof of death, and a successor waits a full worker timeout.
     ShortFaults,
+    /// `kill -9` of one of the three Kafka brokers, restarted at heal (the scenario runs on a
+    /// three-broker cluster: replication factor 3, `min.insync.replicas=2`).
+    KillBroker,
+    /// SIGSTOP of one of the three Kafka brokers, SIGCONT at heal.
+    PauseBroker,
     /// A random one of the faults, fault after fault (not `big-config`, `rolling-restart`,
     /// `leader-changes` nor `short-faults`, rounds of their own).
     Combined,
@@ -54,7 +59,7 @@ pub enum Nemesis {
 
 impl Nemesis {
     /// Every nemesis; `combined` is the last.
-    pub const ALL: [Nemesis; 14] = [
+    pub const ALL: [Nemesis; 16] = [
         Nemesis::KillRandom,
         Nemesis::KillLeader,
         Nemesis::Pause,
@@ -68,6 +73,8 @@ impl Nemesis {
         Nemesis::RollingRestart,
         Nemesis::LeaderChanges,
         Nemesis::ShortFaults,
+        Nemesis::KillBroker,
+        Nemesis::PauseBroker,
         Nemesis::Combined,
     ];
 
@@ -86,6 +93,8 @@ impl Nemesis {
             Nemesis::RollingRestart => "rolling-restart",
             Nemesis::LeaderChanges => "leader-changes",
             Nemesis::ShortFaults => "short-faults",
+            Nemesis::KillBroker => "kill-broker",
+            Nemesis::PauseBroker => "pause-broker",
             Nemesis::Combined => "combined",
         }
     }
@@ -135,6 +144,17 @@ impl Nemesis {
         )
     }
 
+    /// Whether the fault is one of a Kafka broker's.
+    pub fn broker(self) -> bool {
+        matches!(self, Nemesis::KillBroker | Nemesis::PauseBroker)
+    }
+
+    /// Whether the scenario runs on three Kafka brokers rather than one: it may take a
+    /// broker away.
+    pub fn needs_three_brokers(self) -> bool {
+        self.broker() || self == Nemesis::Combined
+    }
+
     /// Whether the victim is the leader rather than a random node.
     pub fn targets_leader(self) -> bool {
         matches!(self, Nemesis::KillLeader | Nemesis::PartitionLeader)
@@ -181,7 +201,7 @@ mod tests {
         for n in Nemesis::ALL {
             assert_eq!(n.name().parse::<Nemesis>(), Ok(n));
         }
-        assert_eq!(parse_list("all").map(|l| l.len()), Ok(14));
+        assert_eq!(parse_list("all").map(|l| l.len()), Ok(16));
         assert_eq!(
             parse_list("pause,kill-leader"),
             Ok(vec![Nemesis::Pause, Nemesis::KillLeader])
@@ -190,7 +210,7 @@ mod tests {
         let mut rng = Rng::new(3);
         let drawn: std::collections::BTreeSet<Nemesis> =
             (0..200).map(|_| Nemesis::Combined.draw(&mut rng)).collect();
-        assert_eq!(drawn.len(), 9, "{drawn:?}");
+        assert_eq!(drawn.len(), 11, "{drawn:?}");
         assert!(!drawn.contains(&Nemesis::Combined));
         assert!(!drawn.contains(&Nemesis::BigConfig), "a load of its own");
         assert!(

@@ -603,6 +603,8 @@ fn undisturbed(
 /// Inject one fault, hold it, measure the fail-over, heal it.
 struct Nemeses<'a> {
     cluster: &'a mut Cluster,
+    /// The brokers (three, for the broker faults).
+    kafka: &'a mut Kafka,
     probe: Probe,
     rng: Rng,
     removed: BTreeSet<u64>,
@@ -1234,6 +1236,41 @@ impl Nemeses<'_> {
         self.big.push(round);
     }
 
+    /// One of the three brokers killed (`kill -9`) or paused for the hold time, then restarted
+    /// or resumed; the sink's tasks stay where they are (no worker is displaced) and the
+    /// producer's acknowledged records must all arrive.
+    fn broker_round(&mut self, kind: Nemesis) {
+        let id = *self.rng.pick(&[1u32, 2, 3]).expect("a broker");
+        let hold = Duration::from_millis(self.rng.between(5000, 8000));
+        let t0 = Instant::now();
+        let brokers = self
+            .kafka
+            .brokers_mut()
+            .expect("the scenario's own brokers");
+        match kind {
+            Nemesis::KillBroker => brokers.kill9(id),
+            _ => brokers.signal(id, Signal::SIGSTOP),
+        }
+        std::thread::sleep(hold);
+        let brokers = self
+            .kafka
+            .brokers_mut()
+            .expect("the scenario's own brokers");
+        match kind {
+            Nemesis::KillBroker => brokers.restart(id),
+            _ => brokers.signal(id, Signal::SIGCONT),
+        }
+        let desc = match kind {
+            Nemesis::KillBroker => format!("kill -9 broker {id}"),
+            _ => format!("pause broker {id}"),
+        };
+        say(format!(
+            "NEMESIS {desc}: lasted {} ms",
+            t0.elapsed().as_millis()
+        ));
+        self.faults.push(desc);
+    }
+
     fn round(&mut self, kind: Nemesis) {
         if matches!(kind, Nemesis::Wipe | Nemesis::Rollback) {
             return self.disk_round(kind);
@@ -1249,6 +1286,9 @@ impl Nemeses<'_> {
         }
         if kind == Nemesis::ShortFaults {
             return self.pause_round();
+        }
+        if kind.broker() {
+            return self.broker_round(kind);
         }
         let running = live(self.cluster, &self.removed);
         let victim = if kind.targets_leader() {
@@ -1376,7 +1416,12 @@ pub fn run(s: &Scenario) -> Summary {
     let begun = Instant::now();
     say(format!("SCENARIO {} starts", s.label()));
     let mut rng = Rng::new(s.seed);
-    let kafka = Kafka::start(&[(TOPIC, s.partitions), (IDLE_TOPIC, 1), (IDLE_DLQ, 1)]);
+    let topics = [(TOPIC, s.partitions), (IDLE_TOPIC, 1), (IDLE_DLQ, 1)];
+    let mut kafka = if s.nemesis.needs_three_brokers() {
+        Kafka::three(&topics)
+    } else {
+        Kafka::start(&topics)
+    };
     let planned = s.nemesis.planned();
     let defaults = Settings::default();
     let settings = Settings {
@@ -1468,6 +1513,7 @@ pub fn run(s: &Scenario) -> Summary {
     // The faults, one after another, each healed before the next.
     let mut nemeses = Nemeses {
         cluster: &mut cluster,
+        kafka: &mut kafka,
         probe: Probe::new(),
         rng: rng.fork(),
         removed: BTreeSet::new(),
