@@ -255,6 +255,15 @@ pub fn client_config(
     Ok(config)
 }
 
+/// [`client_config`] of a unit's client.
+pub fn for_unit(
+    kafka: &KafkaSettings,
+    role: Role,
+    ctx: &crate::unit::UnitCtx,
+) -> Result<ClientConfig, ConnectError> {
+    client_config(kafka, role, &ctx.connector_config, &ctx.name, ctx.task)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -87,8 +87,7 @@ impl DeadLetters {
         let Some(topic) = settings.dlq_topic.clone() else {
             return Ok(None);
         };
-        let client =
-            |role| clients::client_config(kafka, role, &ctx.connector_config, &ctx.name, ctx.task);
+        let client = |role| clients::for_unit(kafka, role, ctx);
         let producer: FutureProducer = client(Role::Producer)?.create().map_err(|e| {
             ConnectError::fatal(format!("cannot create the dead letter queue producer: {e}"))
         })?;

@@ -453,13 +453,7 @@ async fn consumer(
 ) -> Result<StreamConsumer, Failure> {
     // The group (`connect-<name>`) only receives commits for monitoring: assignment comes
     // from Raft, never from the group.
-    let config = crate::clients::client_config(
-        kafka,
-        crate::clients::Role::Consumer,
-        &ctx.connector_config,
-        &ctx.name,
-        ctx.task,
-    )?;
+    let config = crate::clients::for_unit(kafka, crate::clients::Role::Consumer, ctx)?;
     let unknown: Vec<TopicPartition> = partitions
         .iter()
         .filter(|tp| !from.contains_key(*tp))

@@ -82,26 +82,14 @@ impl SourceLoop {
         let transforms = Chain::from_config(&ctx.connector_config)?;
         let (errors, reporter) = Reporter::of_unit(&ctx, &kafka, true).await?;
         let classes = converter_classes(&ctx);
-        let config = crate::clients::client_config(
-            &kafka,
-            crate::clients::Role::Producer,
-            &ctx.connector_config,
-            &ctx.name,
-            ctx.task,
-        )?;
+        let config = crate::clients::for_unit(&kafka, crate::clients::Role::Producer, &ctx)?;
         let producer: FutureProducer = config
             .create()
             .map_err(|e| ConnectError::fatal(format!("cannot create a Kafka producer: {e}")))?;
         let topics = match TopicCreation::from_config(&ctx.connector_config) {
             Ok(None) => None,
             Ok(Some(rules)) => {
-                let admin = crate::clients::client_config(
-                    &kafka,
-                    crate::clients::Role::Admin,
-                    &ctx.connector_config,
-                    &ctx.name,
-                    ctx.task,
-                )?;
+                let admin = crate::clients::for_unit(&kafka, crate::clients::Role::Admin, &ctx)?;
                 let admin = crate::admin::admin_client(admin, "topic creation")?;
                 Some(SourceTopics::new(rules, admin))
             }
