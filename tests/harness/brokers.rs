@@ -486,7 +486,7 @@ pub fn console_consume(
         .args(["--from-beginning", "--max-messages", &expected.to_string()])
         .args(["--timeout-ms", &timeout.as_millis().to_string()]);
     if headers {
-        cmd.args(["--property", "print.headers=true"]);
+        cmd.args(["--formatter-property", "print.headers=true"]);
     }
     let out = cmd
         .stderr(Stdio::null())
