@@ -85,9 +85,12 @@ async fn produce(
     rate: u32,
     stop: &AtomicBool,
 ) -> Produce {
+    // Idempotent: a retry after a broker's failure must not write a record twice into the
+    // topic (that duplicate would be the producer's, not the sink's).
     let producer: FutureProducer = ClientConfig::new()
         .set("bootstrap.servers", bootstrap)
         .set("acks", "all")
+        .set("enable.idempotence", "true")
         .set("linger.ms", "5")
         .set("message.timeout.ms", "30000")
         .create()
