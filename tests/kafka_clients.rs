@@ -38,6 +38,15 @@ fn lines(cluster: &Cluster, file: &str) -> Vec<String> {
         .unwrap_or_default()
 }
 
+/// The trace of the connector's first task once it shows FAILED.
+fn failed_trace(cluster: &Cluster, name: &str) -> String {
+    wait_for(&format!("{name}'s task FAILED"), FLOW, || {
+        let status = cluster.json(1, &["connectors", "status", name]);
+        let task = status["tasks"].as_array()?.first()?.clone();
+        (task["state"] == "FAILED").then(|| task["trace"].as_str().unwrap_or_default().to_string())
+    })
+}
+
 fn state(cluster: &Cluster, name: &str) -> Vec<String> {
     task_workers(cluster, 1, name)
         .into_iter()
@@ -135,11 +144,7 @@ fn a_bad_producer_override_fails_the_source_task_naming_the_property() {
         "events",
         &[("producer.override.acks", "sometimes")],
     );
-    let trace = wait_for("the source task FAILED", FLOW, || {
-        let status = cluster.json(1, &["connectors", "status", "source"]);
-        let task = status["tasks"].as_array()?.first()?.clone();
-        (task["state"] == "FAILED").then(|| task["trace"].as_str().unwrap_or_default().to_string())
-    });
+    let trace = failed_trace(&cluster, "source");
     assert!(trace.contains("producer.override.acks"), "{trace}");
     say(format!(
         "CLIENTS: a bad override fails the task: {}",
@@ -165,11 +170,7 @@ fn a_dead_letter_queue_wider_than_the_cluster_fails_the_task_naming_its_replicat
             ("errors.deadletterqueue.topic.name", "dlq-wide"),
         ],
     );
-    let trace = wait_for("the sink task FAILED", FLOW, || {
-        let status = cluster.json(1, &["connectors", "status", "wide"]);
-        let task = status["tasks"].as_array()?.first()?.clone();
-        (task["state"] == "FAILED").then(|| task["trace"].as_str().unwrap_or_default().to_string())
-    });
+    let trace = failed_trace(&cluster, "wide");
     assert!(
         trace.contains("\"dlq-wide\"")
             && trace.contains("errors.deadletterqueue.topic.replication.factor is 3"),
