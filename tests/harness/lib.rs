@@ -65,22 +65,47 @@ pub fn say(message: impl AsRef<str>) {
     );
 }
 
-/// A free TCP port on 127.0.0.1 (bound, then released), never one this process handed out
-/// before: the OS may give a just-released port again, and two nodes must not share one.
+/// A free TCP port on 127.0.0.1 for a server a test starts, never one this process handed out
+/// before. It is taken outside the kernel's ephemeral range
+/// (`/proc/sys/net/ipv4/ip_local_port_range`): a port the OS picked for `bind(0)` and that was
+/// then released can be given to any outgoing connection (a node's to Kafka, a peer's to a
+/// peer) before the server binds it, which once left a node with "Address already in use".
+/// Each process starts at its own place in the range, so that two test processes rarely try
+/// the same port; a port is handed out only if it can be bound now.
 pub fn free_port() -> u16 {
-    static GIVEN: std::sync::Mutex<Vec<u16>> = std::sync::Mutex::new(Vec::new());
-    let mut given = GIVEN.lock().unwrap_or_else(|p| p.into_inner());
-    for _ in 0..1000 {
-        let port = TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .map(|a| a.port())
-            .expect("no free port on 127.0.0.1");
-        if !given.contains(&port) {
-            given.push(port);
-            return port;
+    static NEXT: std::sync::Mutex<Option<u16>> = std::sync::Mutex::new(None);
+    let (low, high) = non_ephemeral_ports();
+    let span = u32::from(high - low) + 1;
+    let mut next = NEXT.lock().unwrap_or_else(|p| p.into_inner());
+    let mut port = next.unwrap_or_else(|| {
+        let offset = std::process::id().wrapping_mul(7919) % span;
+        low + u16::try_from(offset).expect("offset within a u16 range")
+    });
+    for _ in 0..span {
+        let candidate = port;
+        port = if port >= high { low } else { port + 1 };
+        if TcpListener::bind(("127.0.0.1", candidate)).is_ok() {
+            *next = Some(port);
+            return candidate;
         }
     }
-    panic!("no fresh port on 127.0.0.1 after 1000 tries");
+    panic!("no free port on 127.0.0.1 between {low} and {high}");
+}
+
+/// The ports below the kernel's ephemeral range (or above it, if it starts too low): the OS
+/// never picks them for a connection's local end.
+fn non_ephemeral_ports() -> (u16, u16) {
+    let range = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range").ok();
+    let bounds: Vec<u16> = range
+        .iter()
+        .flat_map(|r| r.split_whitespace())
+        .filter_map(|n| n.parse().ok())
+        .collect();
+    match bounds[..] {
+        [first, _] if first > 12_000 => (10_000, first - 1),
+        [_, last] if last < 63_000 => (last + 1, 65_535),
+        _ => (20_000, 29_999),
+    }
 }
 
 /// Wait until `check` returns `Some`, or fail after `timeout` with `what`.
