@@ -166,10 +166,12 @@ fn short_cuts_and_a_paused_leader_move_no_task_and_write_nothing_twice() {
 
 /// Kafka's own faults, on a three-broker cluster (replication factor 3,
 /// `min.insync.replicas=2`): one broker killed (`kill -9`) and restarted, one paused and
-/// resumed — every record the producer had acknowledged (`acks=all`) reaches the sink, whose
-/// tasks ride the faults out (a consumer error a broker's absence causes is transient).
+/// resumed, one cut off from the workers alone — every record the producer had acknowledged
+/// (`acks=all`) reaches the sink, whose tasks ride the faults out (a consumer error a broker's
+/// absence causes is transient).
 #[test]
-fn a_broker_killed_or_paused_loses_no_acknowledged_record() {
+fn a_broker_killed_paused_or_cut_off_loses_no_acknowledged_record() {
     scenario(Nemesis::KillBroker, 1, 20, true);
     scenario(Nemesis::PauseBroker, 1, 20, true);
+    scenario(Nemesis::PartitionBroker, 1, 20, true);
 }

@@ -15,6 +15,7 @@ use rdkafka::client::DefaultClientContext;
 use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{BaseConsumer, Consumer};
 
+use crate::proxy::Proxy;
 use crate::{free_port, say, wait_for};
 
 /// How long a cluster has to answer after its start.
@@ -46,6 +47,19 @@ const TEST_JVM: &str = "-Xms64m -Xmx384m -XX:+UseSerialGC -XX:TieredStopAtLevel=
 /// The SASL mechanism of a `scram` cluster.
 const SCRAM: &str = "SCRAM-SHA-256";
 
+/// The name of the listener Ferry's workers reach through a proxy, in a `proxied` cluster.
+const WORKERS: &str = "WORKERS";
+
+/// The client listeners of a cluster.
+enum Listeners<'a> {
+    /// One PLAINTEXT listener for every client.
+    Plain,
+    /// One SASL_PLAINTEXT listener with SCRAM and this user and password.
+    Scram(&'a str, &'a str),
+    /// PLAINTEXT for the harness and the brokers, and one for the workers behind a proxy.
+    Proxied,
+}
+
 /// The environment variable holding the address of the broker `ferry-kafka` runs for a whole
 /// test run (see [`crate::Kafka`]).
 pub const SHARED: &str = "FERRY_TEST_KAFKA";
@@ -63,7 +77,10 @@ fn java(main_class: &str) -> Command {
 
 struct Node {
     id: u32,
+    /// The port of the listener the harness's own clients (and the other brokers) use.
     port: u16,
+    /// With `proxied`: the proxy the workers reach this broker through, which a test can cut.
+    proxy: Option<Proxy>,
     config: PathBuf,
     log: PathBuf,
     child: Option<Child>,
@@ -73,6 +90,9 @@ struct Node {
 pub struct Brokers {
     /// `host:port,…` of every broker.
     pub bootstrap: String,
+    /// The bootstrap servers for Ferry's workers: `bootstrap`, or with `proxied` the brokers'
+    /// proxies, so that a test can cut one broker off from the workers alone.
+    pub for_workers: String,
     /// What a client needs besides the bootstrap servers (SASL credentials with `scram`).
     pub client: Vec<(String, String)>,
     nodes: Vec<Node>,
@@ -89,23 +109,35 @@ impl Brokers {
 
     /// `start`, with more broker properties (e.g. `auto.create.topics.enable=false`).
     pub fn start_with(count: u32, more: &[(&str, &str)]) -> Brokers {
-        Brokers::launch(count, more, None)
+        Brokers::launch(count, more, Listeners::Plain)
+    }
+
+    /// `start`, each broker with a second client listener that Ferry's workers reach through a
+    /// proxy of the harness (advertised at the proxy's address; see `for_workers`), which
+    /// [`Brokers::cut`] cuts: one broker partitioned from the workers while the other brokers,
+    /// the controllers and the harness's own clients still reach it directly.
+    pub fn proxied(count: u32) -> Brokers {
+        Brokers::launch(count, &[], Listeners::Proxied)
     }
 
     /// One broker whose only client listener is SASL_PLAINTEXT with SCRAM-SHA-256, and one
     /// user, `user` with `password` (made when the node is formatted); the harness's own
     /// clients log in as that user.
     pub fn scram(user: &str, password: &str) -> Brokers {
-        Brokers::launch(1, &[], Some((user, password)))
+        Brokers::launch(1, &[], Listeners::Scram(user, password))
     }
 
-    fn launch(count: u32, more: &[(&str, &str)], scram: Option<(&str, &str)>) -> Brokers {
+    fn launch(count: u32, more: &[(&str, &str)], listeners: Listeners) -> Brokers {
         assert!(count == 1 || count == 3, "1 or 3 brokers, not {count}");
         let started = Instant::now();
         let dir = tempfile::Builder::new()
             .prefix("ferry-kafka-")
             .tempdir()
             .expect("tempdir for Kafka");
+        let scram = match listeners {
+            Listeners::Scram(user, password) => Some((user, password)),
+            _ => None,
+        };
         let ports: Vec<(u16, u16)> = (0..count).map(|_| (free_port(), free_port())).collect();
         let voters: Vec<String> = ports
             .iter()
@@ -125,18 +157,31 @@ impl Brokers {
             let id = i as u32 + 1;
             let data = dir.path().join(format!("kafka{id}"));
             let config = dir.path().join(format!("server{id}.properties"));
+            // The workers' listener, reached through a proxy that forwards to it.
+            let proxy = matches!(listeners, Listeners::Proxied).then(|| {
+                let workers = free_port();
+                (workers, Proxy::start(&format!("127.0.0.1:{workers}")))
+            });
+            let (listen, advertise, protocols) = match &proxy {
+                Some((workers, proxy)) => (
+                    format!(",{WORKERS}://127.0.0.1:{workers}"),
+                    format!(",{WORKERS}://{}", proxy.addr),
+                    format!(",{WORKERS}:PLAINTEXT"),
+                ),
+                None => Default::default(),
+            };
             let mut properties = [
                 "process.roles=broker,controller".to_string(),
                 format!("node.id={id}"),
                 format!("controller.quorum.voters={}", voters.join(",")),
                 format!(
-                    "listeners={listener}://127.0.0.1:{port},CONTROLLER://127.0.0.1:{controller}"
+                    "listeners={listener}://127.0.0.1:{port}{listen},CONTROLLER://127.0.0.1:{controller}"
                 ),
-                format!("advertised.listeners={listener}://127.0.0.1:{port}"),
+                format!("advertised.listeners={listener}://127.0.0.1:{port}{advertise}"),
                 format!("inter.broker.listener.name={listener}"),
                 "controller.listener.names=CONTROLLER".to_string(),
                 format!(
-                    "listener.security.protocol.map={listener}:{listener},CONTROLLER:PLAINTEXT"
+                    "listener.security.protocol.map={listener}:{listener},CONTROLLER:PLAINTEXT{protocols}"
                 ),
                 format!("log.dirs={}", data.display()),
                 format!("default.replication.factor={replicas}"),
@@ -183,6 +228,7 @@ impl Brokers {
             nodes.push(Node {
                 id,
                 port: *port,
+                proxy: proxy.map(|(_, proxy)| proxy),
                 config,
                 log: dir.path().join(format!("kafka{id}.log")),
                 child: None,
@@ -198,12 +244,19 @@ impl Brokers {
                 String::from_utf8_lossy(&formatted.stderr)
             );
         }
+        let bootstrap = nodes
+            .iter()
+            .map(|n| format!("127.0.0.1:{}", n.port))
+            .collect::<Vec<_>>()
+            .join(",");
+        let for_workers = nodes
+            .iter()
+            .map(|n| n.proxy.as_ref().map(|p| p.addr.clone()))
+            .collect::<Option<Vec<_>>>()
+            .map_or_else(|| bootstrap.clone(), |proxies| proxies.join(","));
         let mut brokers = Brokers {
-            bootstrap: nodes
-                .iter()
-                .map(|n| format!("127.0.0.1:{}", n.port))
-                .collect::<Vec<_>>()
-                .join(","),
+            bootstrap,
+            for_workers,
             client: scram
                 .map(|(user, password)| {
                     [
@@ -298,6 +351,29 @@ impl Brokers {
         let child = self.node(id).child.as_ref().expect("the Kafka node runs");
         kill(Pid::from_raw(child.id() as i32), signal).expect("signal the Kafka node");
         say(format!("sent {signal:?} to Kafka node {id}"));
+    }
+
+    /// Cut one broker off from Ferry's workers (its proxy drops every connection and refuses
+    /// new ones); the other brokers and the harness's clients still reach it.
+    pub fn cut(&self, id: u32) {
+        self.workers_proxy(id).cut();
+        say(format!("cut Kafka node {id} off from the workers"));
+    }
+
+    /// Undo [`Brokers::cut`]; how many of the workers' connections the cuts of this broker
+    /// dropped or refused so far.
+    pub fn heal(&self, id: u32) -> u64 {
+        let proxy = self.workers_proxy(id);
+        proxy.heal();
+        say(format!("Kafka node {id} reachable from the workers again"));
+        proxy.broken()
+    }
+
+    fn workers_proxy(&self, id: u32) -> &Proxy {
+        self.node(id)
+            .proxy
+            .as_ref()
+            .expect("a cluster started with Brokers::proxied")
     }
 
     /// Start a node again (after `kill9`) on its data directory.

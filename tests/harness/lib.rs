@@ -874,24 +874,39 @@ impl Kafka {
     /// (`auto.create.topics.enable=false`, as many production clusters run), with these topics.
     pub fn without_auto_creation(topics: &[(&str, i32)]) -> Kafka {
         let own = brokers::Brokers::start_with(1, &[("auto.create.topics.enable", "false")]);
-        own.create_topics(topics);
-        say(format!(
-            "Kafka at {} (no auto-creation) with topics {topics:?}",
-            own.bootstrap
-        ));
-        Kafka {
-            bootstrap: own.bootstrap.clone(),
-            own: Some(own),
-        }
+        Kafka::own(own, topics, " (no auto-creation)")
     }
 
     /// A single broker of the test's own whose only client listener is SASL_PLAINTEXT with
     /// SCRAM-SHA-256 and one user, with these topics; its client properties in `client`.
     pub fn scram(user: &str, password: &str, topics: &[(&str, i32)]) -> Kafka {
-        let own = brokers::Brokers::scram(user, password);
+        Kafka::own(
+            brokers::Brokers::scram(user, password),
+            topics,
+            " (SASL/SCRAM)",
+        )
+    }
+
+    /// A three-broker cluster of the test's own (replication factor 3, `min.insync.replicas`
+    /// 2), as the seeds run theirs, with these topics.
+    pub fn three(topics: &[(&str, i32)]) -> Kafka {
+        Kafka::own(brokers::Brokers::start(3), topics, "")
+    }
+
+    /// `three`, the workers reaching each broker through a proxy that a test can cut
+    /// ([`brokers::Brokers::proxied`]): give Ferry's nodes [`Kafka::for_workers`].
+    pub fn three_proxied(topics: &[(&str, i32)]) -> Kafka {
+        Kafka::own(
+            brokers::Brokers::proxied(3),
+            topics,
+            " (workers through proxies)",
+        )
+    }
+
+    fn own(own: brokers::Brokers, topics: &[(&str, i32)], what: &str) -> Kafka {
         own.create_topics(topics);
         say(format!(
-            "Kafka at {} (SASL/SCRAM) with topics {topics:?}",
+            "Kafka at {}{what} with topics {topics:?}",
             own.bootstrap
         ));
         Kafka {
@@ -900,16 +915,11 @@ impl Kafka {
         }
     }
 
-    /// A three-broker cluster of the test's own (replication factor 3, `min.insync.replicas`
-    /// 2), as the seeds run theirs, with these topics.
-    pub fn three(topics: &[(&str, i32)]) -> Kafka {
-        let own = brokers::Brokers::start(3);
-        own.create_topics(topics);
-        say(format!("Kafka at {} with topics {topics:?}", own.bootstrap));
-        Kafka {
-            bootstrap: own.bootstrap.clone(),
-            own: Some(own),
-        }
+    /// The bootstrap servers Ferry's nodes are given (the proxies, with `three_proxied`).
+    pub fn for_workers(&self) -> &str {
+        self.own
+            .as_ref()
+            .map_or(&self.bootstrap, |own| &own.for_workers)
     }
 
     /// The brokers, when they are the test's own (to kill, pause or restart one).

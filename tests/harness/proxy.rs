@@ -1,6 +1,7 @@
 //! A TCP proxy for one directed pair of nodes: all of one node's traffic to another goes
 //! through it, so a test can cut and heal that direction (a network partition on one machine).
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use tokio::net::{TcpListener, TcpStream};
@@ -10,6 +11,8 @@ pub struct Proxy {
     /// Where the proxy listens (what the source node dials).
     pub addr: String,
     cut: Arc<watch::Sender<bool>>,
+    /// Connections dropped by a cut or refused while cut.
+    broken: Arc<AtomicU64>,
     _runtime: tokio::runtime::Runtime,
 }
 
@@ -30,6 +33,8 @@ impl Proxy {
         let cut = Arc::new(cut);
         let target = target.to_string();
         let state = cut.clone();
+        let broken = Arc::new(AtomicU64::new(0));
+        let count = broken.clone();
         runtime.spawn(async move {
             let Ok(listener) = TcpListener::from_std(listener) else {
                 return;
@@ -39,9 +44,11 @@ impl Proxy {
                 if *cut.borrow() {
                     // Partitioned: the connection is dropped at once.
                     drop(inbound);
+                    count.fetch_add(1, Ordering::Relaxed);
                     continue;
                 }
                 let target = target.clone();
+                let count = count.clone();
                 tokio::spawn(async move {
                     let Ok(outbound) = TcpStream::connect(&target).await else {
                         return;
@@ -51,7 +58,9 @@ impl Proxy {
                     let (mut a, mut b) = (inbound, outbound);
                     tokio::select! {
                         _ = tokio::io::copy_bidirectional(&mut a, &mut b) => {}
-                        _ = cut.wait_for(|c| *c) => {}
+                        _ = cut.wait_for(|c| *c) => {
+                            count.fetch_add(1, Ordering::Relaxed);
+                        }
                     }
                 });
             }
@@ -59,6 +68,7 @@ impl Proxy {
         Proxy {
             addr,
             cut,
+            broken,
             _runtime: runtime,
         }
     }
@@ -70,5 +80,11 @@ impl Proxy {
 
     pub fn heal(&self) {
         self.cut.send_replace(false);
+    }
+
+    /// How many connections a cut dropped or refused so far: a cut nobody tried to cross
+    /// shows as none.
+    pub fn broken(&self) -> u64 {
+        self.broken.load(Ordering::Relaxed)
     }
 }

@@ -52,6 +52,10 @@ pub enum Nemesis {
     KillBroker,
     /// SIGSTOP of one of the three Kafka brokers, SIGCONT at heal.
     PauseBroker,
+    /// One of the three Kafka brokers cut off from Ferry's workers (their connections to it
+    /// go through a proxy of the harness, which drops them and refuses new ones), while the
+    /// other brokers, the controllers and the workload's producer still reach it.
+    PartitionBroker,
     /// A random one of the faults, fault after fault (not `big-config`, `rolling-restart`,
     /// `leader-changes` nor `short-faults`, rounds of their own).
     Combined,
@@ -59,7 +63,7 @@ pub enum Nemesis {
 
 impl Nemesis {
     /// Every nemesis; `combined` is the last.
-    pub const ALL: [Nemesis; 16] = [
+    pub const ALL: [Nemesis; 17] = [
         Nemesis::KillRandom,
         Nemesis::KillLeader,
         Nemesis::Pause,
@@ -75,6 +79,7 @@ impl Nemesis {
         Nemesis::ShortFaults,
         Nemesis::KillBroker,
         Nemesis::PauseBroker,
+        Nemesis::PartitionBroker,
         Nemesis::Combined,
     ];
 
@@ -95,6 +100,7 @@ impl Nemesis {
             Nemesis::ShortFaults => "short-faults",
             Nemesis::KillBroker => "kill-broker",
             Nemesis::PauseBroker => "pause-broker",
+            Nemesis::PartitionBroker => "partition-broker",
             Nemesis::Combined => "combined",
         }
     }
@@ -146,11 +152,14 @@ impl Nemesis {
 
     /// Whether the fault is one of a Kafka broker's.
     pub fn broker(self) -> bool {
-        matches!(self, Nemesis::KillBroker | Nemesis::PauseBroker)
+        matches!(
+            self,
+            Nemesis::KillBroker | Nemesis::PauseBroker | Nemesis::PartitionBroker
+        )
     }
 
-    /// Whether the scenario runs on three Kafka brokers rather than one: it may take a
-    /// broker away.
+    /// Whether the scenario runs on three Kafka brokers rather than one, the workers reaching
+    /// them through proxies: it may take a broker away.
     pub fn needs_three_brokers(self) -> bool {
         self.broker() || self == Nemesis::Combined
     }
@@ -201,7 +210,7 @@ mod tests {
         for n in Nemesis::ALL {
             assert_eq!(n.name().parse::<Nemesis>(), Ok(n));
         }
-        assert_eq!(parse_list("all").map(|l| l.len()), Ok(16));
+        assert_eq!(parse_list("all").map(|l| l.len()), Ok(17));
         assert_eq!(
             parse_list("pause,kill-leader"),
             Ok(vec![Nemesis::Pause, Nemesis::KillLeader])
@@ -210,7 +219,7 @@ mod tests {
         let mut rng = Rng::new(3);
         let drawn: std::collections::BTreeSet<Nemesis> =
             (0..200).map(|_| Nemesis::Combined.draw(&mut rng)).collect();
-        assert_eq!(drawn.len(), 11, "{drawn:?}");
+        assert_eq!(drawn.len(), 12, "{drawn:?}");
         assert!(!drawn.contains(&Nemesis::Combined));
         assert!(!drawn.contains(&Nemesis::BigConfig), "a load of its own");
         assert!(

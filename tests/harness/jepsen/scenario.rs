@@ -1236,9 +1236,9 @@ impl Nemeses<'_> {
         self.big.push(round);
     }
 
-    /// One of the three brokers killed (`kill -9`) or paused for the hold time, then restarted
-    /// or resumed; the sink's tasks stay where they are (no worker is displaced) and the
-    /// producer's acknowledged records must all arrive.
+    /// One of the three brokers killed (`kill -9`), paused or cut off from the workers for the
+    /// hold time, then restarted, resumed or reconnected; the sink's tasks stay where they are
+    /// (no worker is displaced) and the producer's acknowledged records must all arrive.
     fn broker_round(&mut self, kind: Nemesis) {
         let id = *self.rng.pick(&[1u32, 2, 3]).expect("a broker");
         let hold = Duration::from_millis(self.rng.between(5000, 8000));
@@ -1249,6 +1249,7 @@ impl Nemeses<'_> {
             .expect("the scenario's own brokers");
         match kind {
             Nemesis::KillBroker => brokers.kill9(id),
+            Nemesis::PartitionBroker => brokers.cut(id),
             _ => brokers.signal(id, Signal::SIGSTOP),
         }
         std::thread::sleep(hold);
@@ -1256,13 +1257,19 @@ impl Nemeses<'_> {
             .kafka
             .brokers_mut()
             .expect("the scenario's own brokers");
-        match kind {
-            Nemesis::KillBroker => brokers.restart(id),
-            _ => brokers.signal(id, Signal::SIGCONT),
-        }
         let desc = match kind {
-            Nemesis::KillBroker => format!("kill -9 broker {id}"),
-            _ => format!("pause broker {id}"),
+            Nemesis::KillBroker => {
+                brokers.restart(id);
+                format!("kill -9 broker {id}")
+            }
+            Nemesis::PartitionBroker => {
+                let broken = brokers.heal(id);
+                format!("broker {id} cut off from the workers ({broken} connections broken so far)")
+            }
+            _ => {
+                brokers.signal(id, Signal::SIGCONT);
+                format!("pause broker {id}")
+            }
         };
         say(format!(
             "NEMESIS {desc}: lasted {} ms",
@@ -1418,14 +1425,14 @@ pub fn run(s: &Scenario) -> Summary {
     let mut rng = Rng::new(s.seed);
     let topics = [(TOPIC, s.partitions), (IDLE_TOPIC, 1), (IDLE_DLQ, 1)];
     let mut kafka = if s.nemesis.needs_three_brokers() {
-        Kafka::three(&topics)
+        Kafka::three_proxied(&topics)
     } else {
         Kafka::start(&topics)
     };
     let planned = s.nemesis.planned();
     let defaults = Settings::default();
     let settings = Settings {
-        kafka: Some(kafka.bootstrap.clone()),
+        kafka: Some(kafka.for_workers().to_string()),
         proxied: true,
         disable_lease: !s.lease,
         // The whole log stays: the single-owner checker replays it from the first entry.
