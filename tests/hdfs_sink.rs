@@ -1,5 +1,6 @@
-//! Seed 000 on a real HDFS: the team's HdfsSinkConnector config, unchanged but for the
-//! NameNode's address — AvroFormat, TimeBasedPartitioner with 10-minute buckets,
+//! Seed 000 on a real HDFS, Hadoop 2.7.3 and Hadoop 3 side by side: the team's
+//! HdfsSinkConnector config, unchanged but for the NameNode's address (and the class,
+//! `Hdfs3SinkConnector`, on Hadoop 3) — AvroFormat, TimeBasedPartitioner with 10-minute buckets,
 //! `path.format=yyyyMMdd/HH/mm/yyyyMMddHHmm`, `flush.size=600000`, a scheduled rotation every
 //! 10 minutes, six tasks — through three ferryd processes, with `kill -9` of a worker while
 //! its files are open. The committed files are listed by Hadoop's FsShell and read by Python's
@@ -13,7 +14,7 @@ use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use ferry_tests::hdfs::Hdfs;
+use ferry_tests::hdfs::{Hadoop, Hdfs};
 use ferry_tests::pipeline::{create, follower_running, started, task_workers};
 use ferry_tests::storage::check_tiling;
 use ferry_tests::{error_header, python, read_topic, say, wait_for, Kafka, Settings};
@@ -138,9 +139,30 @@ fn committed(
     by_file
 }
 
+/// Seed 000's connector on one HDFS release: its name, its class, and the file system.
+struct Target {
+    name: &'static str,
+    class: &'static str,
+    hdfs: Hdfs,
+}
+
+/// Seed 000's config on Hadoop 2.7.3 (`HdfsSinkConnector`, as the seed has it) and, beside it
+/// on the same topic through the same workers and the same `kill -9`, on Hadoop 3
+/// (`Hdfs3SinkConnector`): one wait for the 10-minute mark serves both.
 #[test]
-fn seed_000_config_writes_avro_into_real_hdfs_exactly_once_across_a_kill_9() {
-    let hdfs = Hdfs::start();
+fn seed_000_config_writes_avro_into_real_hdfs_2_and_3_exactly_once_across_a_kill_9() {
+    let targets = [
+        Target {
+            name: "irene-hdfs",
+            class: "io.confluent.connect.hdfs.HdfsSinkConnector",
+            hdfs: Hdfs::start_hadoop(Hadoop::Two),
+        },
+        Target {
+            name: "irene-hdfs3",
+            class: "io.confluent.connect.hdfs3.Hdfs3SinkConnector",
+            hdfs: Hdfs::start_hadoop(Hadoop::Three),
+        },
+    ];
     // Three brokers, as the seed's cluster has.
     let kafka = Kafka::three(&[(TOPIC, PARTITIONS as i32)]);
     let (mut cluster, leader) = started(3, &kafka, json_workers());
@@ -157,78 +179,85 @@ fn seed_000_config_writes_avro_into_real_hdfs_exactly_once_across_a_kill_9() {
     }
     produce(&kafka.bootstrap);
 
-    // Seed 000's config as the team wrote it; only the NameNode's address is ours.
-    let hdfs_url = format!("hdfs://{}", hdfs.namenode);
-    let seed = [
-        (
-            "connector.class",
-            "io.confluent.connect.hdfs.HdfsSinkConnector",
-        ),
-        ("hdfs.url", hdfs_url.as_str()),
-        ("partition.duration.ms", "600000"),
-        ("topics.dir", "/data/log"),
-        ("tasks.max", "6"),
-        ("topics", TOPIC),
-        ("format.class", "io.confluent.connect.hdfs.avro.AvroFormat"),
-        (
-            "partitioner.class",
-            "io.confluent.connect.hdfs.partitioner.TimeBasedPartitioner",
-        ),
-        ("path.format", "yyyyMMdd/HH/mm/yyyyMMddHHmm"),
-        ("timestamp.field", "timestamp"),
-        ("flush.size", "600000"),
-        ("rotate.schedule.interval.ms", "600000"),
-        ("errors.log.enable", "true"),
-        ("errors.log.include.messages", "true"),
-    ];
-    let file = cluster.connector_file("irene-hdfs", &seed);
-    let created = cluster.cli(
-        leader,
-        &["connectors", "create", "-f", &file.to_string_lossy()],
-    );
-    assert!(created.ok(), "{created:?}");
-    say(format!("created:\n{}", created.stdout.trim()));
-    // Supported, or accepted with a warning that says why.
-    for warned in ["timestamp.field", "timezone", "locale"] {
-        assert!(
-            created
-                .stdout
-                .lines()
-                .any(|l| l.contains("warning") && l.contains(warned)),
-            "no warning about {warned}: {created:?}"
+    for target in &targets {
+        // Seed 000's config as the team wrote it; only the NameNode's address is ours (and
+        // the class, on Hadoop 3).
+        let hdfs_url = format!("hdfs://{}", target.hdfs.namenode);
+        let seed = [
+            ("connector.class", target.class),
+            ("hdfs.url", hdfs_url.as_str()),
+            ("partition.duration.ms", "600000"),
+            ("topics.dir", "/data/log"),
+            ("tasks.max", "6"),
+            ("topics", TOPIC),
+            ("format.class", "io.confluent.connect.hdfs.avro.AvroFormat"),
+            (
+                "partitioner.class",
+                "io.confluent.connect.hdfs.partitioner.TimeBasedPartitioner",
+            ),
+            ("path.format", "yyyyMMdd/HH/mm/yyyyMMddHHmm"),
+            ("timestamp.field", "timestamp"),
+            ("flush.size", "600000"),
+            ("rotate.schedule.interval.ms", "600000"),
+            ("errors.log.enable", "true"),
+            ("errors.log.include.messages", "true"),
+        ];
+        let file = cluster.connector_file(target.name, &seed);
+        let created = cluster.cli(
+            leader,
+            &["connectors", "create", "-f", &file.to_string_lossy()],
         );
+        assert!(created.ok(), "{created:?}");
+        say(format!("created:\n{}", created.stdout.trim()));
+        // Supported, or accepted with a warning that says why.
+        for warned in ["timestamp.field", "timezone", "locale"] {
+            assert!(
+                created
+                    .stdout
+                    .lines()
+                    .any(|l| l.contains("warning") && l.contains(warned)),
+                "no warning about {warned}: {created:?}"
+            );
+        }
     }
-    wait_for("six sink tasks running", FLOW, || {
-        let t = task_workers(&cluster, leader, "irene-hdfs");
-        (t.len() == 6 && t.iter().all(|(s, _)| s == "RUNNING")).then_some(())
-    });
+    let running = |cluster: &ferry_tests::Cluster, target: &Target| {
+        let t = task_workers(cluster, leader, target.name);
+        (t.len() == 6 && t.iter().all(|(s, _)| s == "RUNNING")).then_some(t)
+    };
+    for target in &targets {
+        wait_for("six sink tasks running", FLOW, || running(&cluster, target));
 
-    // The files are open under +tmp, in the seed's layout, one per partition.
-    let open = wait_for("a temporary file per partition", FLOW, || {
-        let tmp = hdfs.files(&format!("/data/log/+tmp/{TOPIC}"));
-        (tmp.len() >= PARTITIONS).then_some(tmp)
-    });
-    for f in &open {
-        let rest = f
-            .strip_prefix(&format!("/data/log/+tmp/{TOPIC}/"))
-            .unwrap_or_else(|| panic!("{f}"));
-        let dirs: Vec<&str> = rest.split('/').collect();
-        assert!(is_bucket(&dirs[..dirs.len() - 1]), "{f}");
-        assert!(f.ends_with("_tmp.avro"), "{f}");
+        // The files are open under +tmp, in the seed's layout, one per partition.
+        let open = wait_for("a temporary file per partition", FLOW, || {
+            let tmp = target.hdfs.files(&format!("/data/log/+tmp/{TOPIC}"));
+            (tmp.len() >= PARTITIONS).then_some(tmp)
+        });
+        for f in &open {
+            let rest = f
+                .strip_prefix(&format!("/data/log/+tmp/{TOPIC}/"))
+                .unwrap_or_else(|| panic!("{f}"));
+            let dirs: Vec<&str> = rest.split('/').collect();
+            assert!(is_bucket(&dirs[..dirs.len() - 1]), "{f}");
+            assert!(f.ends_with("_tmp.avro"), "{f}");
+        }
+        say(format!(
+            "{} open under +tmp:\n{}",
+            target.name,
+            target.hdfs.shell(&["-ls", "-R", "/data/log/+tmp"]).trim()
+        ));
     }
-    say(format!(
-        "open under +tmp:\n{}",
-        hdfs.shell(&["-ls", "-R", "/data/log/+tmp"]).trim()
-    ));
 
     // kill -9 a follower whose tasks have files open.
-    let victim = follower_running(&cluster, leader, "irene-hdfs");
+    let victim = follower_running(&cluster, leader, targets[0].name);
     let victim_api = cluster.node(victim).api.clone();
     let killed = Instant::now();
     cluster.kill9(victim);
     let failover = wait_for("the victim's tasks running elsewhere", FLOW, || {
-        let t = task_workers(&cluster, leader, "irene-hdfs");
-        (t.len() == 6 && t.iter().all(|(s, w)| s == "RUNNING" && *w != victim_api))
+        targets
+            .iter()
+            .all(|target| {
+                running(&cluster, target).is_some_and(|t| t.iter().all(|(_, w)| *w != victim_api))
+            })
             .then(|| killed.elapsed())
     });
     say(format!(
@@ -243,13 +272,27 @@ fn seed_000_config_writes_avro_into_real_hdfs_exactly_once_across_a_kill_9() {
         mark / 1000
     ));
     std::thread::sleep(Duration::from_millis(mark));
+    for target in &targets {
+        check_seed_000_files(target, &work.join(target.name));
+    }
+    say(format!(
+        "SEED 000 ON HADOOP 2 AND 3: {RECORDS} records in Avro files exactly once on each; node {victim}'s tasks moved {} ms after kill -9",
+        failover.as_millis()
+    ));
+}
+
+/// What seed 000's connector committed on `target`'s HDFS after the rotation: every record
+/// exactly once, as produced, in Confluent's names and directories, nothing left under +tmp.
+fn check_seed_000_files(target: &Target, work: &Path) {
+    let hdfs = &target.hdfs;
+    std::fs::create_dir_all(work).expect("a work directory");
     let mut round = 0;
     let files = wait_for(
         "every record in a committed file",
         Duration::from_secs(TEN_MINUTES_MS / 1000 + 120),
         || {
             round += 1;
-            let files = committed(&hdfs, TOPIC, "read_avro.py", &work, round);
+            let files = committed(hdfs, TOPIC, "read_avro.py", work, round);
             let n: usize = files.values().map(Vec::len).sum();
             if n < RECORDS {
                 std::thread::sleep(Duration::from_secs(5));
@@ -267,8 +310,13 @@ fn seed_000_config_writes_avro_into_real_hdfs_exactly_once_across_a_kill_9() {
         })
         .collect();
     let unique: BTreeSet<i64> = ids.iter().copied().collect();
-    assert_eq!(ids.len(), unique.len(), "no record twice");
-    assert_eq!(unique, (0..RECORDS as i64).collect(), "no record lost");
+    assert_eq!(ids.len(), unique.len(), "{}: no record twice", target.name);
+    assert_eq!(
+        unique,
+        (0..RECORDS as i64).collect(),
+        "{}: no record lost",
+        target.name
+    );
 
     // Each record as produced, with the schema made from the Connect schema.
     let sample = files
@@ -303,16 +351,21 @@ fn seed_000_config_writes_avro_into_real_hdfs_exactly_once_across_a_kill_9() {
     let sizes: Vec<(String, usize)> = files.iter().map(|(k, v)| (k.clone(), v.len())).collect();
     assert_eq!(check_tiling(&sizes, TOPIC, ".avro").len(), PARTITIONS);
     let listing = hdfs.shell(&["-ls", "-R", "/data/log"]);
-    say(format!("hdfs dfs -ls -R /data/log:\n{}", listing.trim()));
+    say(format!(
+        "{}: hdfs dfs -ls -R /data/log:\n{}",
+        target.name,
+        listing.trim()
+    ));
     assert!(
         hdfs.files(&format!("/data/log/+tmp/{TOPIC}")).is_empty(),
-        "nothing left under +tmp after the commit"
+        "{}: nothing left under +tmp after the commit",
+        target.name
     );
     say(format!(
-        "SEED 000 ON HDFS: {} records in {} Avro files exactly once; node {victim}'s tasks moved {} ms after kill -9",
+        "{}: {} records in {} Avro files, exactly once",
+        target.name,
         ids.len(),
-        files.len(),
-        failover.as_millis()
+        files.len()
     ));
 }
 

@@ -123,6 +123,12 @@ fn the_hdfs_sink_is_exactly_once_under_combined_faults() {
     scenario_with(Sink::Hdfs, Nemesis::Combined, 11, 30, true);
 }
 
+/// `Hdfs3SinkConnector` on Hadoop 3's NameNode and DataNode, through kill -9 of the leader.
+#[test]
+fn the_hdfs3_sink_on_hadoop_3_is_exactly_once_through_kills_of_the_leader() {
+    scenario_with(Sink::Hdfs3, Nemesis::KillLeader, 7, 20, true);
+}
+
 /// The JDBC sink into PostgreSQL, plain inserts, through kill -9 of random nodes: every
 /// record in exactly one row (a batch and its offsets commit in one transaction, fenced by
 /// generation at the database).

@@ -1,9 +1,16 @@
 #!/usr/bin/env bash
-# The jars of a real HDFS (Hadoop 2.7.3 NameNode and DataNode), taken from the pyspark 2.4.8
-# source package on PyPI, in target/hdfs/jars; and a Java 17 to run them. Made once. The tests
-# start their own NameNode and DataNode from these (tests/harness/hdfs.rs).
+# The jars of two real HDFS releases, and a Java 17 to run them; made once. The tests start
+# their own NameNode and DataNode from these (tests/harness/hdfs.rs):
+# - Hadoop 3 (the release pinned in scripts/testbed/hadoop3/pom.xml) from Maven Central, in
+#   target/hdfs3/libs;
+# - Hadoop 2.7.3, taken from the pyspark 2.4.8 source package on PyPI, in target/hdfs/jars.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+pom=scripts/testbed/hadoop3/pom.xml
+version=$(sed -n 's|.*<hadoop.version>\(.*\)</hadoop.version>.*|\1|p' "$pom")
+mkdir -p target/hdfs3
+scripts/testbed/maven-libs.sh "$pom" target/hdfs3/libs "Apache Hadoop $version"
+
 out=target/hdfs
 jars="$out/jars"
 if [ -f "$jars/.complete" ] && command -v java >/dev/null; then exit 0; fi

@@ -1,7 +1,7 @@
 //! `ferry-jepsen`: the fault suite's matrix, every nemesis × every sink × every seed asked for,
 //! one scenario at a time, each against a fresh three-node cluster and broker.
 //!
-//! `ferry-jepsen [--nemesis all|NAME[,NAME…]] [--sink all|file|storage|hdfs|jdbc] [--seed N[,N…]]
+//! `ferry-jepsen [--nemesis all|NAME[,NAME…]] [--sink all|file|storage|hdfs|hdfs3|jdbc] [--seed N[,N…]]
 //! [--duration SECONDS] [--rate RECORDS_PER_S] [--big-tasks N] [--leader-stops N] [--no-lease]`;
 //! exits 1 if any
 //! scenario fails a checker. `--no-lease` turns the workers' ownership lease off (a test-only
@@ -28,7 +28,7 @@ struct Args {
 }
 
 const USAGE: &str =
-    "usage: ferry-jepsen [--nemesis all|NAME[,NAME...]] [--sink all|file|storage|hdfs|jdbc] \
+    "usage: ferry-jepsen [--nemesis all|NAME[,NAME...]] [--sink all|file|storage|hdfs|hdfs3|jdbc] \
 [--seed N[,N...]] [--duration SECONDS] [--rate RECORDS_PER_S] [--big-tasks N] [--leader-stops N] [--no-lease]";
 
 fn parse() -> Result<Args, String> {

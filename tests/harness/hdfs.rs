@@ -1,7 +1,7 @@
-//! A real HDFS for a test: a Hadoop 2.7.3 NameNode and DataNode (Java 17) from the jars
-//! scripts/testbed/hdfs.sh puts in target/hdfs/jars, in a temporary directory, on loopback
-//! ports; killed on drop. `shell` is Hadoop's own FsShell (`hdfs dfs`), the independent
-//! reader of what Ferry wrote.
+//! A real HDFS for a test: a NameNode and a DataNode of Hadoop 2.7.3 or of Hadoop 3 (Java 17)
+//! from the jars scripts/testbed/hdfs.sh puts in target/, in a temporary directory, on
+//! loopback ports; killed on drop. `shell` is Hadoop's own FsShell (`hdfs dfs`), the
+//! independent reader of what Ferry wrote.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -10,14 +10,45 @@ use std::time::Duration;
 
 use crate::{free_port, say, wait_for};
 
-fn jars() -> PathBuf {
-    let jars = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/hdfs/jars");
-    assert!(
-        jars.join(".complete").exists(),
-        "{} is missing: run ./scripts/testbed/hdfs.sh (make test does)",
-        jars.display()
-    );
-    jars
+/// A release of Hadoop the harness runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Hadoop {
+    /// 2.7.3, from the pyspark 2.4.8 source package (the jars Confluent's HDFS 2 connector
+    /// was built against).
+    Two,
+    /// The Hadoop 3 release pinned in scripts/testbed/hadoop3/pom.xml, from Maven Central.
+    Three,
+}
+
+impl std::fmt::Display for Hadoop {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Hadoop::Two => "Hadoop 2.7.3",
+            Hadoop::Three => "Hadoop 3",
+        })
+    }
+}
+
+impl Hadoop {
+    /// The directory of this release's jars.
+    fn jars(self) -> PathBuf {
+        let target = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target");
+        let (jars, ready) = match self {
+            Hadoop::Two => (target.join("hdfs/jars"), ".complete"),
+            Hadoop::Three => (target.join("hdfs3/libs"), "hadoop-client-minicluster-"),
+        };
+        let there = fs::read_dir(&jars)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .any(|e| e.file_name().to_string_lossy().starts_with(ready));
+        assert!(
+            there,
+            "no {self} jars in {}: run ./scripts/testbed/hdfs.sh (make test does)",
+            jars.display()
+        );
+        jars
+    }
 }
 
 fn property(name: &str, value: &str) -> String {
@@ -32,23 +63,32 @@ fn site(properties: &[(&str, String)]) -> String {
 pub struct Hdfs {
     /// `host:port` of the NameNode's RPC, as `store.url` takes it after `hdfs://`.
     pub namenode: String,
+    hadoop: Hadoop,
     dir: tempfile::TempDir,
     namenode_process: Option<Child>,
     datanode_process: Option<Child>,
 }
 
 impl Hdfs {
-    /// Format a new file system and start its NameNode and DataNode; returns once the
-    /// DataNode has reported its blocks (the file system takes writes).
+    /// Format a new file system of Hadoop 2.7.3 and start its NameNode and DataNode; returns
+    /// once the DataNode has reported its blocks (the file system takes writes).
     pub fn start() -> Hdfs {
+        Hdfs::start_hadoop(Hadoop::Two)
+    }
+
+    /// `start`, of the given release.
+    pub fn start_hadoop(hadoop: Hadoop) -> Hdfs {
         let started = std::time::Instant::now();
         let dir = tempfile::tempdir().expect("tempdir for HDFS");
         let rpc = free_port();
         let at = |port: u16| format!("127.0.0.1:{port}");
         let root = dir.path();
         let conf = root.join("conf");
-        for sub in ["hdfs", "datanode", "static", "secondary"] {
-            fs::create_dir_all(root.join("res/webapps").join(sub)).expect("webapps dir");
+        if hadoop == Hadoop::Two {
+            // Its web servers look for these on the classpath (Hadoop 3's jar has its own).
+            for sub in ["hdfs", "datanode", "static", "secondary"] {
+                fs::create_dir_all(root.join("res/webapps").join(sub)).expect("webapps dir");
+            }
         }
         fs::create_dir_all(&conf).expect("conf dir");
         let namenode = at(rpc);
@@ -95,6 +135,7 @@ impl Hdfs {
         .expect("log4j.properties");
         let mut hdfs = Hdfs {
             namenode,
+            hadoop,
             dir,
             namenode_process: None,
             datanode_process: None,
@@ -131,11 +172,16 @@ impl Hdfs {
             },
         );
         say(format!(
-            "HDFS at hdfs://{} (NameNode and DataNode ready in {} ms)",
+            "HDFS ({hadoop}) at hdfs://{} (NameNode and DataNode ready in {} ms)",
             hdfs.namenode,
             started.elapsed().as_millis()
         ));
         hdfs
+    }
+
+    /// The release this file system runs.
+    pub fn hadoop(&self) -> Hadoop {
+        self.hadoop
     }
 
     /// A JVM with the HDFS classpath; its stderr goes to `<name>.log`.
@@ -150,7 +196,7 @@ impl Hdfs {
             "{}:{}:{}/*",
             root.join("conf").display(),
             root.join("res").display(),
-            jars().display()
+            self.hadoop.jars().display()
         );
         let mut java = Command::new("java");
         java.args([

@@ -15,7 +15,7 @@ use super::nemesis::Nemesis;
 use super::replay::{replay, Replayed};
 use super::rng::Rng;
 use super::workload::{offset_poller, producer, record_id};
-use crate::hdfs::Hdfs;
+use crate::hdfs::{Hadoop, Hdfs};
 use crate::postgres::Postgres;
 use crate::{lines_in_work_dirs, say, wait_for, Cluster, Kafka, Settings, Signal};
 
@@ -48,8 +48,10 @@ pub enum Sink {
     File,
     /// The storage sink (HDFS sink class) on a directory every worker shares: exactly-once.
     Storage,
-    /// The storage sink on a real HDFS: exactly-once.
+    /// The storage sink on a real HDFS of Hadoop 2.7.3: exactly-once.
     Hdfs,
+    /// The storage sink as `Hdfs3SinkConnector` on a real HDFS of Hadoop 3: exactly-once.
+    Hdfs3,
     /// The JDBC sink into a real PostgreSQL, plain inserts: exactly-once at the database.
     Jdbc,
 }
@@ -71,13 +73,20 @@ pub enum Output {
 const JDBC_TABLE: &str = "jepsen_rows";
 
 impl Sink {
-    pub const ALL: [Sink; 4] = [Sink::File, Sink::Storage, Sink::Hdfs, Sink::Jdbc];
+    pub const ALL: [Sink; 5] = [
+        Sink::File,
+        Sink::Storage,
+        Sink::Hdfs,
+        Sink::Hdfs3,
+        Sink::Jdbc,
+    ];
 
     pub fn name(self) -> &'static str {
         match self {
             Sink::File => "file",
             Sink::Storage => "storage",
             Sink::Hdfs => "hdfs",
+            Sink::Hdfs3 => "hdfs3",
             Sink::Jdbc => "jdbc",
         }
     }
@@ -86,7 +95,7 @@ impl Sink {
     pub fn exactly_once(self) -> bool {
         match self {
             Sink::File => false,
-            Sink::Storage | Sink::Hdfs | Sink::Jdbc => true,
+            Sink::Storage | Sink::Hdfs | Sink::Hdfs3 | Sink::Jdbc => true,
         }
     }
 
@@ -95,13 +104,15 @@ impl Sink {
         match self {
             Sink::File => Output::WorkDirs,
             Sink::Storage => Output::Shared(cluster.dir.path().join("store")),
-            Sink::Hdfs => Output::Hdfs(Hdfs::start()),
+            Sink::Hdfs => Output::Hdfs(Hdfs::start_hadoop(Hadoop::Two)),
+            Sink::Hdfs3 => Output::Hdfs(Hdfs::start_hadoop(Hadoop::Three)),
             Sink::Jdbc => Output::Postgres(Postgres::start()),
         }
     }
 
     fn config(self, output: &Output, tasks: usize) -> Vec<(&'static str, String)> {
         let mut config = vec![("topics", TOPIC.into()), ("tasks.max", tasks.to_string())];
+        let mut class = "io.confluent.connect.hdfs.HdfsSinkConnector";
         let store_url = match output {
             // Relative: each worker writes in its own working directory.
             Output::WorkDirs => {
@@ -110,7 +121,12 @@ impl Sink {
                 return config;
             }
             Output::Shared(dir) => dir.display().to_string(),
-            Output::Hdfs(hdfs) => format!("hdfs://{}", hdfs.namenode),
+            Output::Hdfs(hdfs) => {
+                if hdfs.hadoop() == Hadoop::Three {
+                    class = "io.confluent.connect.hdfs3.Hdfs3SinkConnector";
+                }
+                format!("hdfs://{}", hdfs.namenode)
+            }
             // Each record's string in a one-column row, batches of 50 so that faults land
             // between a batch's rows and its transaction's commit.
             Output::Postgres(pg) => {
@@ -136,10 +152,7 @@ impl Sink {
             }
         };
         config.extend([
-            (
-                "connector.class",
-                "io.confluent.connect.hdfs.HdfsSinkConnector".into(),
-            ),
+            ("connector.class", class.into()),
             ("store.url", store_url),
             ("topics.dir", TOPICS_DIR.into()),
             (
@@ -202,7 +215,8 @@ impl std::str::FromStr for Sink {
             .into_iter()
             .find(|k| k.name() == s)
             .ok_or_else(|| {
-                format!("unknown sink {s:?}: expected one of: file, storage, hdfs, jdbc")
+                let names: Vec<&str> = Sink::ALL.iter().map(|k| k.name()).collect();
+                format!("unknown sink {s:?}: expected one of: {}", names.join(", "))
             })
     }
 }
