@@ -97,12 +97,20 @@ async fn produce(
         .expect("a producer");
     let tick = Duration::from_millis(20);
     let per_tick = (u64::from(rate) * 20 / 1000).max(1);
+    // Records waiting for their acknowledgement: a batch stuck on a partition whose broker is
+    // away must not hold back the others, so sending goes on while up to this many wait.
+    let window = (u64::from(rate) * 30).max(1000) as usize;
     let mut out = Produce::default();
+    let mut waiting = tokio::task::JoinSet::new();
     let mut next = 0u64;
     let mut interval = tokio::time::interval(tick);
     while !stop.load(Ordering::Relaxed) {
         interval.tick().await;
-        let mut inflight = Vec::new();
+        while waiting.len() >= window {
+            if let Some(done) = waiting.join_next().await {
+                out.record(done);
+            }
+        }
         for id in next..next + per_tick {
             let value = record_value(id);
             let key = id.to_string();
@@ -112,23 +120,42 @@ async fn produce(
                 .payload(&value)
                 .partition(partition);
             match producer.send_result(record) {
-                Ok(delivery) => inflight.push((id, delivery)),
+                Ok(delivery) => {
+                    waiting.spawn(async move {
+                        let acked = match delivery.await {
+                            Ok(Ok(d)) => Some((d.partition, d.offset)),
+                            _ => None,
+                        };
+                        (id, acked)
+                    });
+                }
                 Err(_) => out.failed += 1,
             }
         }
         next += per_tick;
-        for (id, delivery) in inflight {
-            match delivery.await {
-                Ok(Ok(d)) => out.acked.push(Produced {
-                    id,
-                    partition: d.partition,
-                    offset: d.offset,
-                }),
-                _ => out.failed += 1,
-            }
+        while let Some(done) = waiting.try_join_next() {
+            out.record(done);
         }
     }
+    // Every send ends within message.timeout.ms, acknowledged or not.
+    while let Some(done) = waiting.join_next().await {
+        out.record(done);
+    }
     out
+}
+
+impl Produce {
+    /// Count one send's outcome: acknowledged (with its partition and offset) or failed.
+    fn record(&mut self, done: Result<(u64, Option<(i32, i64)>), tokio::task::JoinError>) {
+        match done {
+            Ok((id, Some((partition, offset)))) => self.acked.push(Produced {
+                id,
+                partition,
+                offset,
+            }),
+            _ => self.failed += 1,
+        }
+    }
 }
 
 /// Read a sink connector's committed offsets from a random node, one read at a time (so that
