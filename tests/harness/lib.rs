@@ -109,15 +109,21 @@ fn non_ephemeral_ports() -> (u16, u16) {
 }
 
 /// Wait until `check` returns `Some`, or fail after `timeout` with `what`.
-pub fn wait_for<T>(what: &str, timeout: Duration, mut check: impl FnMut() -> Option<T>) -> T {
+pub fn wait_for<T>(what: &str, timeout: Duration, check: impl FnMut() -> Option<T>) -> T {
+    try_wait_for(timeout, check)
+        .unwrap_or_else(|| panic!("timed out after {timeout:?} waiting for {what}"))
+}
+
+/// Wait until `check` returns `Some`; `None` after `timeout`.
+pub fn try_wait_for<T>(timeout: Duration, mut check: impl FnMut() -> Option<T>) -> Option<T> {
     let started = Instant::now();
     let mut delay = Duration::from_millis(20);
     loop {
         if let Some(value) = check() {
-            return value;
+            return Some(value);
         }
         if started.elapsed() > timeout {
-            panic!("timed out after {timeout:?} waiting for {what}");
+            return None;
         }
         std::thread::sleep(delay);
         delay = (delay * 2).min(Duration::from_millis(250));
@@ -651,6 +657,29 @@ impl Cluster {
         output.ok().then(|| output.json())
     }
 
+    /// Every thread's stack of a running node, as gdb prints them (if gdb is installed).
+    pub fn stacks(&self, id: u64) -> String {
+        let Some(pid) = self.nodes[&id].child.as_ref().map(Child::id) else {
+            return format!("node {id} does not run");
+        };
+        let out = Command::new("gdb")
+            .args([
+                "-batch",
+                "-ex",
+                "thread apply all bt",
+                "-p",
+                &pid.to_string(),
+            ])
+            .output();
+        match out {
+            Ok(out) => format!(
+                "---- node {id} (pid {pid}) does not answer; its threads ----\n{}",
+                String::from_utf8_lossy(&out.stdout)
+            ),
+            Err(e) => format!("node {id} (pid {pid}) does not answer; no gdb for its stacks: {e}"),
+        }
+    }
+
     /// The ids of the nodes whose processes run (paused ones included).
     pub fn running(&self) -> Vec<u64> {
         self.nodes
@@ -667,7 +696,7 @@ impl Cluster {
 
     /// Wait until the given nodes agree on a leader among them; return it.
     pub fn wait_leader_among(&self, running: &[u64], timeout: Duration) -> u64 {
-        wait_for("a leader the nodes agree on", timeout, || {
+        let agreed = try_wait_for(timeout, || {
             let mut leader = None;
             for id in running {
                 let l = self.status(*id)?.get("leader_id")?.as_u64()?;
@@ -677,6 +706,15 @@ impl Cluster {
                 leader = Some(l);
             }
             leader
+        });
+        agreed.unwrap_or_else(|| {
+            // A node that does not answer at all: show where its threads are.
+            for id in running {
+                if self.status(*id).is_none() {
+                    eprintln!("{}", self.stacks(*id));
+                }
+            }
+            panic!("timed out after {timeout:?} waiting for a leader the nodes agree on")
         })
     }
 
