@@ -507,6 +507,7 @@ fn the_offsets_table_fences_an_older_generation_and_resumes_a_new_one() {
                 reporter: None,
                 committer: Arc::new(NoRangeCommits),
                 rewinds,
+                clock: ferry_connect::task::WallClock::system(),
             })
             .await
             .expect("start");

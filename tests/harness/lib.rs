@@ -174,6 +174,10 @@ pub struct Settings {
     /// Leave Raft's and the workers' heartbeat, election and timeout settings to ferryd's
     /// defaults (the fields above for them are then not used).
     pub ferryd_timing: bool,
+    /// Test only: the tasks' wall clock this many milliseconds ahead of the machine's
+    /// (`[worker] test_clock_ahead_ms`), so that a test chooses when a wall-clock schedule — a
+    /// rotation at every 10-minute mark — fires.
+    pub clock_ahead_ms: u64,
 }
 
 impl Default for Settings {
@@ -203,6 +207,7 @@ impl Default for Settings {
             format_versions: BTreeMap::new(),
             limits: Vec::new(),
             ferryd_timing: false,
+            clock_ahead_ms: 0,
         }
     }
 }
@@ -385,6 +390,9 @@ impl Cluster {
         }
         if let Some(name) = &s.panic_connector {
             text.push_str(&format!("test_panic_connector = {name:?}\n"));
+        }
+        if s.clock_ahead_ms > 0 {
+            text.push_str(&format!("test_clock_ahead_ms = {}\n", s.clock_ahead_ms));
         }
         if !s.worker_converters.is_empty() {
             text.push_str("\n[worker.converters]\n");

@@ -109,6 +109,34 @@ impl Rewinds {
     }
 }
 
+/// The wall clock a task reads for wall-clock schedules and record times (a scheduled
+/// rotation, a Wallclock timestamp extractor): the machine's, or — test only — one set ahead
+/// of it (`[worker] test_clock_ahead_ms`), so that a test chooses when a schedule fires.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct WallClock {
+    ahead_ms: i64,
+}
+
+impl WallClock {
+    /// The machine's clock.
+    pub const fn system() -> WallClock {
+        WallClock { ahead_ms: 0 }
+    }
+
+    /// Test only: the machine's clock plus `ahead_ms`.
+    pub const fn ahead(ahead_ms: i64) -> WallClock {
+        WallClock { ahead_ms }
+    }
+
+    /// Milliseconds since the Unix epoch.
+    pub fn now_ms(self) -> i64 {
+        let since_epoch = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default();
+        i64::try_from(since_epoch.as_millis()).unwrap_or(i64::MAX) + self.ahead_ms
+    }
+}
+
 /// What a sink task is given when it starts.
 #[derive(Clone)]
 pub struct SinkTaskContext {
@@ -119,6 +147,7 @@ pub struct SinkTaskContext {
     pub reporter: Option<Arc<dyn ErrantRecordReporter>>,
     pub committer: Arc<dyn SinkCommitter>,
     pub rewinds: Arc<Rewinds>,
+    pub clock: WallClock,
 }
 
 /// A sink task (Kafka Connect's `SinkTask`).

@@ -186,6 +186,7 @@ mod tests {
             reporter: None,
             committer: Arc::new(NoCommits),
             rewinds: Arc::default(),
+            clock: ferry_connect::task::WallClock::system(),
         }
     }
 

@@ -8,7 +8,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use ferry_connect::task::{Connector, Props};
+use ferry_connect::task::{Connector, Props, WallClock};
 use ferry_connect::{ConnectError, Result, SinkRecord, SinkTask, SinkTaskContext, TopicPartition};
 use jiff::tz::TimeZone;
 use tracing::info;
@@ -88,6 +88,8 @@ pub struct HdfsSinkTask {
     written: u64,
     /// When the next scheduled rotation is due (ms).
     next_rotation: Option<i64>,
+    /// The wall clock of schedules and Wallclock record times (the context's, from start).
+    clock: WallClock,
 }
 
 impl HdfsSinkTask {
@@ -99,6 +101,7 @@ impl HdfsSinkTask {
             writers: BTreeMap::new(),
             written: 0,
             next_rotation: None,
+            clock: WallClock::system(),
         }))
     }
 
@@ -136,13 +139,10 @@ pub fn next_boundary(now: i64, interval_ms: i64, zone: &TimeZone) -> i64 {
     next_local - offset_ms(zone, next_local - offset_ms(zone, now))
 }
 
-fn now_ms() -> i64 {
-    jiff::Timestamp::now().as_millisecond()
-}
-
 #[async_trait]
 impl SinkTask for HdfsSinkTask {
     async fn start(&mut self, context: SinkTaskContext) -> Result<()> {
+        self.clock = context.clock;
         let config = HdfsSinkConfig::parse(&self.props)?;
         let storage = store(&config)?;
         if let Some(token) = self.props.get(MARKER_TOKEN) {
@@ -187,7 +187,7 @@ impl SinkTask for HdfsSinkTask {
     }
 
     async fn put(&mut self, records: &[SinkRecord]) -> Result<()> {
-        let now = now_ms();
+        let now = self.clock.now_ms();
         for record in records {
             let shared = self
                 .shared
@@ -212,7 +212,7 @@ impl SinkTask for HdfsSinkTask {
         let Some(interval) = shared.config.rotate_schedule_ms else {
             return Ok(());
         };
-        let now = now_ms();
+        let now = self.clock.now_ms();
         let zone = shared.config.partitioner.zone();
         let due = *self
             .next_rotation

@@ -27,6 +27,7 @@ use crate::bootstrap::{decide, initializer, Decision};
 use crate::config::ClusterConfig;
 use crate::plugins::plugins;
 use crate::scheduler;
+use ferry_connect::task::WallClock;
 use ferry_worker::lease::Lease;
 use ferry_worker::{KafkaSettings, LeaseSettings, Runtime, RuntimeSettings};
 use std::sync::Arc;
@@ -168,6 +169,7 @@ pub async fn run(config: ClusterConfig, mut shutdown: watch::Receiver<bool>) -> 
                 converters: config.worker.converters.clone(),
                 offset_storage_topic: config.worker.offset_storage_topic.clone(),
                 test_panic_connector: config.worker.test_panic_connector.clone(),
+                clock: WallClock::ahead(config.worker.test_clock_ahead_ms),
             },
             lease_state,
         )

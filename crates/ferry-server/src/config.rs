@@ -200,6 +200,11 @@ pub struct WorkerSettings {
     /// FAILED with the panic in its trace, the node serving on). Never set this in production.
     #[serde(default)]
     pub test_panic_connector: Option<String>,
+    /// Test only: the wall clock tasks read (a scheduled rotation, Wallclock record times) this
+    /// many milliseconds ahead of the machine's, so that a test chooses when a wall-clock
+    /// schedule fires. Never set this in production.
+    #[serde(default)]
+    pub test_clock_ahead_ms: i64,
     /// The converters of connectors that name none, by Kafka Connect's worker property names
     /// (`"value.converter" = "org.apache.kafka.connect.json.JsonConverter"`,
     /// `"value.converter.schemas.enable" = "false"`).
@@ -244,6 +249,7 @@ impl Default for WorkerSettings {
             offset_storage_topic: None,
             test_disable_lease: false,
             test_panic_connector: None,
+            test_clock_ahead_ms: 0,
             converters: std::collections::BTreeMap::new(),
         }
     }

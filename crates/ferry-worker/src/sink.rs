@@ -113,6 +113,7 @@ impl SinkLoop {
             reporter: Some(reporter.clone()),
             committer: Arc::new(RaftCommitter::new(ctx.clone())),
             rewinds: rewinds.clone(),
+            clock: ctx.settings.clock,
         })
         .await?;
         let partitions: Vec<TopicPartition> = ctx

@@ -8,7 +8,9 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use ferry_connect::record::{source_map_from_json, source_map_json, SourceMap};
-use ferry_connect::task::{CommitOutcome, OffsetReader, Props, SinkCommit, SinkCommitter};
+use ferry_connect::task::{
+    CommitOutcome, OffsetReader, Props, SinkCommit, SinkCommitter, WallClock,
+};
 use ferry_connect::{ConnectError, PluginDesc, TopicPartition};
 use ferry_meta::state::{Command, Outcome, RunState, TargetState, TopicPartitionRef};
 use ferry_meta::{MetaNode, Rejection, Request};
@@ -37,6 +39,8 @@ pub struct RuntimeSettings {
     pub offset_storage_topic: Option<String>,
     /// Test only: the units of this connector panic as they start.
     pub test_panic_connector: Option<String>,
+    /// The wall clock given to tasks (the machine's but in tests).
+    pub clock: WallClock,
 }
 
 /// Why a unit stopped other than by being asked to.

@@ -106,6 +106,7 @@ impl Bed {
                 state: self.state.clone(),
             }),
             rewinds: Arc::default(),
+            clock: ferry_connect::task::WallClock::system(),
         })
         .await
         .expect("start");
@@ -397,6 +398,7 @@ fn a_local_store_that_is_not_shared_is_refused() {
                 state: bed.state.clone(),
             }),
             rewinds: Arc::default(),
+            clock: ferry_connect::task::WallClock::system(),
         }))
         .expect_err("not shared");
     assert!(err.message.contains("every worker shares"), "{err}");
