@@ -205,11 +205,53 @@ fn follower_running_sink_tasks(cluster: &Cluster, leader: u64) -> u64 {
 }
 
 fn wait_lines(cluster: &Cluster, expected: &BTreeSet<String>, what: &str) -> Vec<String> {
+    wait_lines_in(cluster, "sink.out", expected, what)
+}
+
+/// Wait until every expected line is in the workers' files named `file`; all their lines.
+fn wait_lines_in(
+    cluster: &Cluster,
+    file: &str,
+    expected: &BTreeSet<String>,
+    what: &str,
+) -> Vec<String> {
     wait_for(what, FLOW, || {
-        let lines = lines_in_work_dirs(cluster, "sink.out");
+        let lines = lines_in_work_dirs(cluster, file);
         let unique: BTreeSet<&String> = lines.iter().collect();
         expected.iter().all(|l| unique.contains(l)).then_some(lines)
     })
+}
+
+/// Wait until the sink has written `more` lines beyond those it had: records flow end to end.
+fn wait_flowing(cluster: &Cluster, more: usize) {
+    let before = lines_in_work_dirs(cluster, "sink.out").len();
+    wait_for("records flowing into the sink's files", FLOW, || {
+        (lines_in_work_dirs(cluster, "sink.out").len() >= before + more).then_some(())
+    });
+}
+
+/// A "nothing written" check's witness: a FileStreamSink of its own on topic `lines`, which
+/// reads it from the beginning into `witness.out`; once it has every expected line, a sink that
+/// had been running would have had them too. Deleted afterwards.
+fn witness(cluster: &Cluster, node: u64, expected: &BTreeSet<String>) {
+    create(
+        cluster,
+        node,
+        "witness",
+        &[
+            ("connector.class", "FileStreamSink"),
+            ("topics", "lines"),
+            ("tasks.max", "1"),
+            ("file", "witness.out"),
+        ],
+    );
+    wait_lines_in(
+        cluster,
+        "witness.out",
+        expected,
+        "the witness sink to have every line",
+    );
+    cluster.cli(node, &["connectors", "delete", "witness"]);
 }
 
 #[test]
@@ -224,7 +266,7 @@ fn seed_000_fail_over_kill_9_of_a_sink_worker_while_records_flow_loses_nothing()
         (t.len() == 6 && t.iter().all(|(s, _)| s == "RUNNING")).then_some(())
     });
     let writer = Writer::start(input.clone(), 0, 30_000, 250);
-    std::thread::sleep(Duration::from_secs(2));
+    wait_flowing(&cluster, 1_000);
     // A non-leader worker that runs sink tasks.
     let victim = follower_running_sink_tasks(&cluster, leader);
     let victim_api = cluster.node(victim).api.clone();
@@ -331,7 +373,8 @@ fn pause_resume_stop_and_offsets_reset_change_what_the_tasks_do() {
         let size = std::fs::metadata(&input).map(|m| m.len()).ok();
         (o["offsets"][0]["offset"]["position"].as_u64() == size).then_some(())
     });
-    std::thread::sleep(Duration::from_secs(2));
+    let all: BTreeSet<String> = (0..1_500).map(|i| format!("line-{i:05}")).collect();
+    witness(&cluster, leader, &all);
     assert_eq!(
         lines_in_work_dirs(&cluster, "sink.out").len(),
         1_000,
@@ -339,7 +382,6 @@ fn pause_resume_stop_and_offsets_reset_change_what_the_tasks_do() {
     );
 
     cluster.cli(leader, &["connectors", "resume", "sink"]);
-    let all: BTreeSet<String> = (0..1_500).map(|i| format!("line-{i:05}")).collect();
     wait_lines(&cluster, &all, "the lines held back by the pause");
 
     // Stopped, offsets reset, resumed: the sinks consume the topic again from the beginning.
@@ -431,7 +473,7 @@ fn seed_003_scale_out_moves_only_the_new_workers_share_and_survives_the_leader()
 
     // Records flow through all of this, and through a kill -9 of the leader.
     let writer = Writer::start(input.clone(), 0, 5_000, 250);
-    std::thread::sleep(Duration::from_millis(500));
+    wait_flowing(&cluster, 250);
     cluster.kill9(leader);
     let survivors: Vec<u64> = (1..=3).filter(|id| *id != leader).collect();
     let new_leader = cluster.wait_leader_among(&survivors, FLOW);
@@ -476,7 +518,7 @@ fn remove_node_moves_its_tasks_away_first_and_the_node_stops_cleanly() {
         (all_running(&cluster, leader, &names, 6) && p.values().any(|w| *w == fourth)).then_some(())
     });
     let writer = Writer::start(input.clone(), 0, 4_000, 200);
-    std::thread::sleep(Duration::from_millis(500));
+    wait_flowing(&cluster, 200);
     cluster.json(leader, &["cluster", "remove-node", "--id", "4"]);
     let right_after = placement(&cluster, leader, &names);
     assert!(
@@ -520,7 +562,7 @@ fn zombie_scenario(disable_lease: bool) -> (Kafka, Cluster, u64, u64, Vec<u64>, 
         (t.len() == 3 && t.iter().all(|(s, _)| s == "RUNNING")).then_some(())
     });
     let writer = Writer::start(input.clone(), 0, 20_000, 200);
-    std::thread::sleep(Duration::from_secs(2));
+    wait_flowing(&cluster, 1_000);
     let zombie = follower_running_sink_tasks(&cluster, leader);
     let zombie_api = cluster.node(zombie).api.clone();
     let moved: Vec<u64> = task_workers(&cluster, leader, "sink")
@@ -536,7 +578,8 @@ fn zombie_scenario(disable_lease: bool) -> (Kafka, Cluster, u64, u64, Vec<u64>, 
             .all(|(s, w)| s == "RUNNING" && *w != zombie_api)
             .then_some(())
     });
-    std::thread::sleep(Duration::from_secs(1));
+    // The new owners write before the zombie wakes.
+    wait_flowing(&cluster, 200);
     cluster.signal(zombie, ferry_tests::Signal::SIGCONT);
     let written = writer.finish();
     let expected: BTreeSet<String> = (0..written).map(|i| format!("line-{i:05}")).collect();
@@ -679,10 +722,12 @@ fn a_failing_task_shows_failed_with_its_trace_and_recovers_through_the_api() {
 
     // Deleting the connector stops its tasks: new lines are not written any more.
     cluster.cli(leader, &["connectors", "delete", "sink"]);
+    // (No API shows a worker's running units yet: the tasks get 2 s to stop.)
     std::thread::sleep(Duration::from_secs(2));
     let before = lines_in_work_dirs(&cluster, "sink.out").len();
     Writer::start(input.clone(), 500, 200, 200).finish();
-    std::thread::sleep(Duration::from_secs(3));
+    let all: BTreeSet<String> = (0..700).map(|i| format!("line-{i:05}")).collect();
+    witness(&cluster, leader, &all);
     assert_eq!(
         lines_in_work_dirs(&cluster, "sink.out").len(),
         before,
