@@ -2,6 +2,10 @@
 //! documentation, validator, and whether Ferry supports it); the same declaration drives
 //! parsing, validation errors, the validate API and the docs.
 
+use std::collections::BTreeMap;
+
+use crate::error::{ConnectError, Result};
+
 /// The type of a property value, as Kafka Connect's `ConfigDef.Type`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ConfigType {
@@ -84,7 +88,20 @@ pub struct ConfigKey {
     pub importance: Importance,
     pub doc: &'static str,
     pub validator: Option<Validator>,
+    /// The values an enumerated property may take (see [`Choice`]), matched ignoring case.
+    pub allowed: Option<fn() -> Vec<&'static str>>,
     pub support: Support,
+}
+
+/// An enumerated property's values: each name a config may give and what it stands for,
+/// declared once — [`ConfigKey::choice`] takes the names from it for validation and the
+/// validate API, [`Values::choice`] the values for parsing.
+pub trait Choice: Copy + 'static {
+    const CHOICES: &'static [(&'static str, Self)];
+}
+
+fn names<T: Choice>() -> Vec<&'static str> {
+    T::CHOICES.iter().map(|(name, _)| *name).collect()
 }
 
 impl ConfigKey {
@@ -103,7 +120,26 @@ impl ConfigKey {
             importance,
             doc,
             validator: None,
+            allowed: None,
             support: Support::Supported,
+        }
+    }
+
+    /// An enumerated property: it takes one of `T`'s names.
+    pub const fn choice<T: Choice>(mut self) -> Self {
+        self.allowed = Some(names::<T>);
+        self
+    }
+
+    /// Check a given value as declared: its type, its allowed values, its validator.
+    pub fn check(&self, value: &str) -> Result<(), String> {
+        self.ty.check(value)?;
+        if let Some(allowed) = self.allowed {
+            one_of(value, &allowed())?;
+        }
+        match self.validator {
+            Some(validator) => validator(value),
+            None => Ok(()),
         }
     }
 
@@ -136,6 +172,15 @@ pub fn at_least(min: i64) -> impl Fn(&str) -> Result<(), String> {
     move |value| match value.trim().parse::<i64>() {
         Ok(v) if v >= min => Ok(()),
         Ok(v) => Err(format!("must be at least {min}, got {v}")),
+        Err(_) => Err(format!("expected an integer, got {value:?}")),
+    }
+}
+
+/// Validator: an integer from `min` to `max`.
+pub fn between(min: i64, max: i64) -> impl Fn(&str) -> Result<(), String> {
+    move |value| match value.trim().parse::<i64>() {
+        Ok(v) if (min..=max).contains(&v) => Ok(()),
+        Ok(v) => Err(format!("must be from {min} to {max}, got {v}")),
         Err(_) => Err(format!("expected an integer, got {value:?}")),
     }
 }
@@ -315,6 +360,122 @@ pub fn props(pairs: &[(&str, &str)]) -> std::collections::BTreeMap<String, Strin
         .collect()
 }
 
+/// A config read through its declaration: each getter takes the value given, else the
+/// declared default, checks it as declared ([`ConfigKey::check`]) and parses it, so no default
+/// or allowed value is written twice; errors are config errors on the property.
+pub struct Values<'a> {
+    def: ConfigDef,
+    props: &'a BTreeMap<String, String>,
+}
+
+impl<'a> Values<'a> {
+    pub fn new(def: ConfigDef, props: &'a BTreeMap<String, String>) -> Self {
+        Values { def, props }
+    }
+
+    /// The properties as given.
+    pub fn props(&self) -> &'a BTreeMap<String, String> {
+        self.props
+    }
+
+    fn key(&self, name: &str) -> Result<&ConfigKey> {
+        self.def
+            .iter()
+            .find(|k| k.name == name)
+            .ok_or_else(|| ConnectError::fatal(format!("property {name} is not declared")))
+    }
+
+    /// The value given, or the declared default, checked; `None` when neither is there or
+    /// the value is blank.
+    pub fn get(&self, name: &str) -> Result<Option<&str>> {
+        let key = self.key(name)?;
+        // A blank value is taken as not given.
+        let value = match self.props.get(name).filter(|v| !v.trim().is_empty()) {
+            Some(given) => Some(given.as_str()),
+            None => key.default,
+        };
+        let Some(value) = value.filter(|v| !v.trim().is_empty()) else {
+            return Ok(None);
+        };
+        key.check(value).map_err(|problem| {
+            let e = ConnectError::config(name, problem);
+            if key.ty == ConfigType::Password {
+                e
+            } else {
+                e.with_value(value)
+            }
+        })?;
+        Ok(Some(value))
+    }
+
+    /// A property that must have a (non-blank) value, trimmed.
+    pub fn string(&self, name: &str) -> Result<String> {
+        self.text(name)?
+            .ok_or_else(|| ConnectError::config(name, "missing required property"))
+    }
+
+    /// A property's trimmed value; `None` when absent or blank.
+    pub fn text(&self, name: &str) -> Result<Option<String>> {
+        Ok(self.get(name)?.map(|v| v.trim().to_string()))
+    }
+
+    /// A number (or anything parsed from its text) that must have a value.
+    pub fn number<T: std::str::FromStr>(&self, name: &str) -> Result<T> {
+        self.optional_number(name)?
+            .ok_or_else(|| ConnectError::config(name, "missing required property"))
+    }
+
+    /// A number, or `None` when absent or blank without a default.
+    pub fn optional_number<T: std::str::FromStr>(&self, name: &str) -> Result<Option<T>> {
+        match self.get(name)? {
+            None => Ok(None),
+            Some(v) => v.trim().parse().map(Some).map_err(|_| {
+                ConnectError::config(name, format!("cannot parse {v:?}")).with_value(v)
+            }),
+        }
+    }
+
+    pub fn boolean(&self, name: &str) -> Result<bool> {
+        Ok(self
+            .get(name)?
+            .is_some_and(|v| v.trim().eq_ignore_ascii_case("true")))
+    }
+
+    /// A comma-separated list, trimmed, without empty entries.
+    pub fn list(&self, name: &str) -> Result<Vec<String>> {
+        Ok(self
+            .get(name)?
+            .map(|v| {
+                v.split(',')
+                    .map(str::trim)
+                    .filter(|s| !s.is_empty())
+                    .map(str::to_string)
+                    .collect()
+            })
+            .unwrap_or_default())
+    }
+
+    /// An enumerated property (declared with [`ConfigKey::choice`]).
+    pub fn choice<T: Choice>(&self, name: &str) -> Result<T> {
+        let given = self
+            .get(name)?
+            .ok_or_else(|| ConnectError::config(name, "missing required property"))?;
+        T::CHOICES
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(given.trim()))
+            .map(|(_, v)| *v)
+            .ok_or_else(|| {
+                ConnectError::config(name, format!("must be one of {}", names::<T>().join(", ")))
+                    .with_value(given)
+            })
+    }
+
+    /// A secret: its value, never put in an error.
+    pub fn password(&self, name: &str) -> Result<Option<String>> {
+        Ok(self.get(name)?.map(str::to_string))
+    }
+}
+
 /// A boolean property, or `default` when absent; the error names the property.
 pub fn flag(
     props: &std::collections::BTreeMap<String, String>,
@@ -325,9 +486,9 @@ pub fn flag(
         None => Ok(default),
         Some(v) if v == "true" => Ok(true),
         Some(v) if v == "false" => Ok(false),
-        Some(v) => Err(crate::ConnectError::fatal(format!(
-            "{key}: expected true or false, got {v:?}"
-        ))),
+        Some(v) => Err(
+            ConnectError::config(key, format!("expected true or false, got {v:?}")).with_value(v),
+        ),
     }
 }
 
@@ -340,7 +501,7 @@ pub fn required<'a>(
         .get(key)
         .map(String::as_str)
         .filter(|v| !v.trim().is_empty())
-        .ok_or_else(|| crate::ConnectError::fatal(format!("missing required property {key}")))
+        .ok_or_else(|| ConnectError::config(key, "missing required property"))
 }
 
 /// A property parsed as `T`, or `default` when absent; the error names the property.
@@ -354,6 +515,6 @@ pub fn parsed<T: std::str::FromStr>(
         Some(v) => v
             .trim()
             .parse()
-            .map_err(|_| crate::ConnectError::fatal(format!("property {key}: cannot parse {v:?}"))),
+            .map_err(|_| ConnectError::config(key, format!("cannot parse {v:?}")).with_value(v)),
     }
 }

@@ -46,8 +46,19 @@ pub struct ConnectError {
     /// (e.g. `org.apache.kafka.connect.errors.DataException`).
     pub class: &'static str,
     pub message: String,
+    /// What a config error is about, for validation to report on its property.
+    pub config: Option<Box<ConfigProblem>>,
     #[source]
     pub source: Option<Box<dyn std::error::Error + Send + Sync>>,
+}
+
+/// A config error in structured form: the property at fault, the value it was given (never a
+/// secret's), and what is wrong with it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ConfigProblem {
+    pub property: String,
+    pub value: Option<String>,
+    pub problem: String,
 }
 
 impl ConnectError {
@@ -57,7 +68,50 @@ impl ConnectError {
             retry: self.retry,
             class: self.class,
             message: self.message.clone(),
+            config: self.config.clone(),
             source: None,
+        }
+    }
+
+    /// A bad config: `property` is at fault, `problem` says how. Not retriable. The message
+    /// reads `property: problem`.
+    pub fn config(property: impl Into<String>, problem: impl Into<String>) -> Self {
+        let (property, problem) = (property.into(), problem.into());
+        ConnectError {
+            message: format!("{property}: {problem}"),
+            config: Some(Box::new(ConfigProblem {
+                property,
+                value: None,
+                problem,
+            })),
+            ..ConnectError::fatal("")
+        }
+    }
+
+    /// A config error that also records the value given (never use it for a secret).
+    pub fn with_value(mut self, value: impl Into<String>) -> Self {
+        if let Some(config) = self.config.as_mut() {
+            config.value = Some(value.into());
+        }
+        self
+    }
+
+    /// The same config error about a property under `prefix` (a transform's own properties
+    /// under `transforms.<alias>.`).
+    pub fn under(mut self, prefix: &str) -> Self {
+        self.message = format!("{prefix}{}", self.message);
+        if let Some(config) = self.config.as_mut() {
+            config.property = format!("{prefix}{}", config.property);
+        }
+        self
+    }
+
+    /// The property this error is about and what is wrong with it: its [`ConfigProblem`], or
+    /// `fallback` and the whole message for an error that is not a config error.
+    pub fn problem(&self, fallback: &str) -> (String, String) {
+        match &self.config {
+            Some(c) => (c.property.clone(), c.problem.clone()),
+            None => (fallback.to_string(), self.message.clone()),
         }
     }
 
@@ -67,6 +121,7 @@ impl ConnectError {
             retry: Retry::Fatal,
             class: "org.apache.kafka.connect.errors.DataException",
             message: message.into(),
+            config: None,
             source: None,
         }
     }
@@ -77,6 +132,7 @@ impl ConnectError {
             retry: Retry::Fatal,
             class: "org.apache.kafka.connect.errors.ConnectException",
             message: message.into(),
+            config: None,
             source: None,
         }
     }
@@ -87,6 +143,7 @@ impl ConnectError {
             retry: Retry::Retriable,
             class: "org.apache.kafka.connect.errors.RetriableException",
             message: message.into(),
+            config: None,
             source: None,
         }
     }
@@ -109,6 +166,7 @@ impl ConnectError {
                 Retry::Fatal => "org.apache.kafka.connect.errors.ConnectException",
             },
             message: format!("{}: {e}", what.into()),
+            config: None,
             source: Some(Box::new(e)),
         }
     }

@@ -7,7 +7,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use crate::config::{flag, ConfigDef, ConfigKey, ConfigType, Importance};
+use crate::config::{Choice, ConfigDef, ConfigKey, ConfigType, Importance, Values};
 use crate::error::{ConnectError, Result, Stage};
 
 /// The first retry waits this long; each next one twice as long, up to the configured maximum.
@@ -42,90 +42,42 @@ pub struct ErrorSettings {
 }
 
 impl Default for ErrorSettings {
+    /// The declared defaults.
     fn default() -> Self {
-        ErrorSettings {
-            tolerance: Tolerance::None,
-            retry_timeout: Some(Duration::ZERO),
-            retry_delay_max: Duration::from_millis(60_000),
-            log: false,
-            log_messages: false,
-            dlq_topic: None,
-            dlq_replication_factor: 3,
-            context_headers: false,
-        }
+        ErrorSettings::from_config(&BTreeMap::new()).expect("the declared defaults are valid")
     }
 }
 
-fn number(props: &BTreeMap<String, String>, key: &str, default: i64) -> Result<i64> {
-    match props.get(key) {
-        None => Ok(default),
-        Some(v) => v
-            .trim()
-            .parse()
-            .map_err(|_| ConnectError::fatal(format!("{key}: expected an integer, got {v:?}"))),
-    }
+impl Choice for Tolerance {
+    const CHOICES: &'static [(&'static str, Tolerance)] =
+        &[("none", Tolerance::None), ("all", Tolerance::All)];
+}
+
+/// The properties [`ErrorSettings`] reads.
+fn error_config() -> ConfigDef {
+    let mut def = connector_config();
+    def.extend(dead_letter_config());
+    def
 }
 
 impl ErrorSettings {
     /// From a connector config; the error names the property.
     pub fn from_config(config: &BTreeMap<String, String>) -> Result<Self> {
-        let d = ErrorSettings::default();
-        let tolerance = match config
-            .get("errors.tolerance")
-            .map(|v| v.trim().to_ascii_lowercase())
-        {
-            None => Tolerance::None,
-            Some(v) if v == "none" => Tolerance::None,
-            Some(v) if v == "all" => Tolerance::All,
-            Some(v) => {
-                return Err(ConnectError::fatal(format!(
-                    "errors.tolerance: must be none or all, got {v:?}"
-                )))
-            }
-        };
-        let timeout = number(config, "errors.retry.timeout", 0)?;
-        let retry_timeout = match timeout {
+        let values = Values::new(error_config(), config);
+        let retry_timeout = match values.number::<i64>("errors.retry.timeout")? {
             -1 => None,
-            t if t >= 0 => Some(Duration::from_millis(t as u64)),
-            t => {
-                return Err(ConnectError::fatal(format!(
-                    "errors.retry.timeout: must be -1 (forever) or at least 0, got {t}"
-                )))
-            }
+            t => Some(Duration::from_millis(t.unsigned_abs())),
         };
-        let delay_max = number(config, "errors.retry.delay.max.ms", 60_000)?;
-        if delay_max < 1 {
-            return Err(ConnectError::fatal(format!(
-                "errors.retry.delay.max.ms: must be at least 1, got {delay_max}"
-            )));
-        }
-        let dlq_topic = config
-            .get("errors.deadletterqueue.topic.name")
-            .map(|t| t.trim().to_string())
-            .filter(|t| !t.is_empty());
-        let factor = number(
-            config,
-            "errors.deadletterqueue.topic.replication.factor",
-            i64::from(d.dlq_replication_factor),
-        )?;
-        if !(1..=i64::from(i16::MAX)).contains(&factor) {
-            return Err(ConnectError::fatal(format!(
-                "errors.deadletterqueue.topic.replication.factor: must be from 1 to 32767, got {factor}"
-            )));
-        }
         Ok(ErrorSettings {
-            tolerance,
+            tolerance: values.choice("errors.tolerance")?,
             retry_timeout,
-            retry_delay_max: Duration::from_millis(delay_max as u64),
-            log: flag(config, "errors.log.enable", false)?,
-            log_messages: flag(config, "errors.log.include.messages", false)?,
-            dlq_topic,
-            dlq_replication_factor: factor as i32,
-            context_headers: flag(
-                config,
-                "errors.deadletterqueue.context.headers.enable",
-                false,
-            )?,
+            retry_delay_max: Duration::from_millis(values.number("errors.retry.delay.max.ms")?),
+            log: values.boolean("errors.log.enable")?,
+            log_messages: values.boolean("errors.log.include.messages")?,
+            dlq_topic: values.text("errors.deadletterqueue.topic.name")?,
+            dlq_replication_factor: values
+                .number("errors.deadletterqueue.topic.replication.factor")?,
+            context_headers: values.boolean("errors.deadletterqueue.context.headers.enable")?,
         })
     }
 
@@ -167,10 +119,7 @@ pub fn connector_config() -> ConfigDef {
             "none: a failing record fails the task; all: it is skipped (logged and dead-lettered as configured).",
         )
         .default("none")
-        .validator(|v| match v.trim().to_ascii_lowercase().as_str() {
-            "none" | "all" => Ok(()),
-            other => Err(format!("must be none or all, got {other:?}")),
-        }),
+        .choice::<Tolerance>(),
         ConfigKey::new(
             "errors.retry.timeout",
             ConfigType::Long,
@@ -222,7 +171,7 @@ pub fn dead_letter_config() -> ConfigDef {
             "Replication factor of the dead letter queue when Ferry creates it.",
         )
         .default("3")
-        .validator(crate::config::positive),
+        .validator(|v| crate::config::between(1, i64::from(i16::MAX))(v)),
         ConfigKey::new(
             "errors.deadletterqueue.context.headers.enable",
             ConfigType::Boolean,

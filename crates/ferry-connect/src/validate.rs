@@ -140,7 +140,7 @@ pub fn validate(plugins: &[PluginDesc], config: &BTreeMap<String, String>) -> Va
     // The transform chain: built as the runtime will build it; its first problem is reported
     // on the property it is about.
     if let Err(e) = crate::transform::Chain::from_config(config) {
-        let (property, problem) = crate::transform::config_problem(&e);
+        let (property, problem) = e.problem("transforms");
         validation.add_error(config, &property, problem);
     }
     // Given properties that no definition knows.
@@ -261,12 +261,8 @@ fn check_key(key: &ConfigKey, value: Option<&String>) -> FieldResult {
                     field.errors.push(format!("not supported by Ferry: {why}"))
                 }
             }
-            if let Err(e) = key.ty.check(value) {
+            if let Err(e) = key.check(value) {
                 field.errors.push(e);
-            } else if let Some(validator) = key.validator {
-                if let Err(e) = validator(value) {
-                    field.errors.push(e);
-                }
             }
         }
     }

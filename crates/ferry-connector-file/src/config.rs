@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use ferry_connect::config::{non_empty, parsed, positive, required};
+use ferry_connect::config::{non_empty, positive, Values};
 use ferry_connect::plugin::{Finding, TaskFactory};
 use ferry_connect::task::Props;
 use ferry_connect::{ConfigDef, ConfigKey, ConfigType, Importance, PluginDesc, Result};
@@ -29,7 +29,7 @@ pub struct FileSinkConfig {
 impl FileSinkConfig {
     pub fn parse(props: &Props) -> Result<Self> {
         Ok(FileSinkConfig {
-            file: required(props, "file")?.to_string(),
+            file: Values::new(sink_config(), props).string("file")?,
         })
     }
 }
@@ -44,10 +44,11 @@ pub struct FileSourceConfig {
 
 impl FileSourceConfig {
     pub fn parse(props: &Props) -> Result<Self> {
+        let values = Values::new(source_config(), props);
         Ok(FileSourceConfig {
-            file: required(props, "file")?.to_string(),
-            topic: required(props, "topic")?.trim().to_string(),
-            batch_size: parsed(props, "batch.size", 2000usize)?.max(1),
+            file: values.string("file")?,
+            topic: values.string("topic")?,
+            batch_size: values.number("batch.size")?,
         })
     }
 }

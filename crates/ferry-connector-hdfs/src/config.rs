@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use ferry_connect::config::{non_empty, one_of, parsed, positive, required};
+use ferry_connect::config::{non_empty, one_of, positive, Values};
 use ferry_connect::plugin::{Finding, TaskFactory};
 use ferry_connect::task::Props;
 use ferry_connect::{
@@ -98,7 +98,7 @@ pub enum StoreUrl {
 impl StoreUrl {
     pub fn parse(url: &str) -> Result<StoreUrl> {
         let url = url.trim();
-        let bad = |why: &str| ConnectError::fatal(format!("store.url: {url:?} {why}"));
+        let bad = |why: &str| ConnectError::config("store.url", format!("{url:?} {why}"));
         if let Some(rest) = url.strip_prefix("hdfs://") {
             let namenode = rest.trim_end_matches('/');
             if namenode.is_empty() || namenode.contains('/') {
@@ -141,57 +141,46 @@ pub struct HdfsSinkConfig {
 }
 
 /// A period property: positive milliseconds, or -1 for none.
-fn period(props: &Props, key: &str) -> Result<Option<i64>> {
-    match parsed(props, key, -1i64)? {
+fn period(values: &Values, key: &str) -> Result<Option<i64>> {
+    match values.number::<i64>(key)? {
         -1 => Ok(None),
         ms if ms > 0 => Ok(Some(ms)),
-        ms => Err(ConnectError::fatal(format!(
-            "{key}: must be positive or -1, got {ms}"
-        ))),
+        ms => Err(
+            ConnectError::config(key, format!("must be positive or -1, got {ms}"))
+                .with_value(ms.to_string()),
+        ),
     }
 }
 
 impl HdfsSinkConfig {
     pub fn parse(props: &Props) -> Result<Self> {
-        let url = match props.get("store.url").filter(|u| !u.trim().is_empty()) {
-            Some(url) => url.as_str(),
-            None => required(props, "hdfs.url")
-                .map_err(|_| ConnectError::fatal("store.url: missing (or the older hdfs.url)"))?,
+        let values = Values::new(sink_config(), props);
+        let url = match values.text("store.url")? {
+            Some(url) => url,
+            None => values.text("hdfs.url")?.ok_or_else(|| {
+                ConnectError::config("store.url", "missing (or the older hdfs.url)")
+            })?,
         };
-        let class = props
-            .get("format.class")
-            .map_or("io.confluent.connect.hdfs.avro.AvroFormat", |c| c.trim());
-        let format = FormatKind::of_class(class).ok_or_else(|| {
-            ConnectError::fatal(format!("format.class: {class:?} is not supported"))
+        let class = values.string("format.class")?;
+        let format = FormatKind::of_class(&class).ok_or_else(|| {
+            ConnectError::config("format.class", format!("{class:?} is not supported"))
         })?;
-        let flush_size: u64 = required(props, "flush.size")?
-            .trim()
-            .parse()
-            .ok()
-            .filter(|n| *n > 0)
-            .ok_or_else(|| ConnectError::fatal("flush.size: must be a positive integer"))?;
         Ok(HdfsSinkConfig {
-            url: StoreUrl::parse(url)?,
-            topics_dir: props
-                .get("topics.dir")
-                .map_or("topics", |d| d.trim())
+            url: StoreUrl::parse(&url)?,
+            topics_dir: values
+                .string("topics.dir")?
                 .trim_end_matches('/')
                 .to_string(),
             format,
-            avro_codec: AvroCodec::parse(props.get("avro.codec").map_or("null", |c| c.as_str()))?,
-            parquet_codec: ParquetCodec::parse(
-                props.get("parquet.codec").map_or("snappy", |c| c.as_str()),
-            )?,
-            flush_size,
-            rotate_interval_ms: period(props, "rotate.interval.ms")?,
-            rotate_schedule_ms: period(props, "rotate.schedule.interval.ms")?,
-            retry_backoff_ms: parsed(props, "retry.backoff.ms", 5000u64)?,
-            zero_pad_width: parsed(props, "filename.offset.zero.pad.width", 10usize)?,
-            file_delim: props
-                .get("file.delim")
-                .cloned()
-                .unwrap_or_else(|| "+".into()),
-            max_open_files: parsed(props, "max.open.files.per.task", 100usize)?.max(1),
+            avro_codec: values.choice("avro.codec")?,
+            parquet_codec: values.choice("parquet.codec")?,
+            flush_size: values.number("flush.size")?,
+            rotate_interval_ms: period(&values, "rotate.interval.ms")?,
+            rotate_schedule_ms: period(&values, "rotate.schedule.interval.ms")?,
+            retry_backoff_ms: values.number("retry.backoff.ms")?,
+            zero_pad_width: values.number("filename.offset.zero.pad.width")?,
+            file_delim: values.string("file.delim")?,
+            max_open_files: values.number("max.open.files.per.task")?,
             partitioner: Partitioner::from_config(props)?,
         })
     }
@@ -255,10 +244,10 @@ pub fn sink_config() -> ConfigDef {
         ConfigKey::new("timestamp.field", String, Medium, "RecordField's field (dots for nested fields).").default("timestamp"),
         ConfigKey::new("avro.codec", String, Low, "Avro compression: null, deflate or snappy.")
             .default("null")
-            .validator(|v| one_of(v, &["null", "deflate", "snappy"])),
+            .choice::<AvroCodec>(),
         ConfigKey::new("parquet.codec", String, Low, "Parquet compression: none, snappy or zstd.")
             .default("snappy")
-            .validator(|v| one_of(v, &["none", "uncompressed", "snappy", "zstd"])),
+            .choice::<ParquetCodec>(),
         ConfigKey::new("schema.compatibility", String, Low, "NONE: a schema change commits the open file and starts a new one.")
             .default("NONE")
             .validator(|v| one_of(v, &["NONE"]).map_err(|e| format!("{e} (projection to other schemas is not supported yet)"))),
@@ -303,17 +292,14 @@ pub fn check(config: &BTreeMap<String, String>) -> Vec<Finding> {
         (Some(url), _) | (None, Some(url)) => {
             if let Err(e) = StoreUrl::parse(url) {
                 let key = if given("store.url").is_some() { "store.url" } else { "hdfs.url" };
-                found.push(Finding::Error(key.into(), strip_key(&e.message)));
+                found.push(Finding::Error(key.into(), e.problem(key).1));
             }
         }
     }
     match Partitioner::from_config(config) {
         Err(e) => {
-            let (key, message) = e
-                .message
-                .split_once(": ")
-                .unwrap_or(("partitioner.class", &e.message));
-            found.push(Finding::Error(key.into(), message.into()));
+            let (property, problem) = e.problem("partitioner.class");
+            found.push(Finding::Error(property, problem));
         }
         Ok(Partitioner::Time(t)) => {
             if given("timezone").is_none() {
@@ -354,14 +340,6 @@ pub fn check(config: &BTreeMap<String, String>) -> Vec<Finding> {
         }
     }
     found
-}
-
-/// An error message without the property name it starts with.
-fn strip_key(message: &str) -> String {
-    message
-        .split_once(": ")
-        .map_or(message, |(_, rest)| rest)
-        .to_string()
 }
 
 #[cfg(test)]

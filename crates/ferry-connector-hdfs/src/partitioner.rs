@@ -52,7 +52,7 @@ fn prop<'a>(props: &'a Props, key: &str) -> &'a str {
 }
 
 fn config_error(key: &str, message: impl std::fmt::Display) -> ConnectError {
-    ConnectError::fatal(format!("{key}: {message}"))
+    ConnectError::config(key, message.to_string())
 }
 
 /// The time zone named by `timezone`: an IANA name (`Asia/Seoul`), `UTC`, or a fixed offset

@@ -154,8 +154,8 @@ impl SinkTask for HdfsSinkTask {
                 .as_deref()
                 != Some(token.as_str())
             {
-                return Err(ConnectError::fatal(format!(
-                    "store.url: this worker does not see the marker {path} the connector left in the directory: a local store.url must be one directory every worker shares"
+                return Err(ConnectError::config("store.url", format!(
+                    "this worker does not see the marker {path} the connector left in the directory: a local store.url must be one directory every worker shares"
                 )));
             }
         }

@@ -5,9 +5,8 @@
 
 use std::collections::BTreeMap;
 
-use ferry_connect::config::{at_least, flag, non_empty, one_of, parsed, positive};
+use ferry_connect::config::{at_least, non_empty, one_of, positive, Choice, Values};
 use ferry_connect::plugin::{Finding, TaskFactory};
-use ferry_connect::transform::list;
 use ferry_connect::{
     ConfigDef, ConfigKey, ConfigType, ConnectError, Importance, PluginDesc, Result, Support,
 };
@@ -118,7 +117,7 @@ pub fn sink_config() -> ConfigDef {
             "insert, upsert (INSERT … ON CONFLICT DO UPDATE) or update.",
         )
         .default("insert")
-        .validator(|v| one_of(v, &["insert", "upsert", "update"])),
+        .choice::<InsertMode>(),
         ConfigKey::new(
             "pk.mode",
             String,
@@ -126,7 +125,7 @@ pub fn sink_config() -> ConfigDef {
             "none, kafka, record_key or record_value: where the key columns come from.",
         )
         .default("none")
-        .validator(|v| one_of(v, &["none", "kafka", "record_key", "record_value"])),
+        .choice::<PkMode>(),
         ConfigKey::new("pk.fields", List, Medium, "The key columns (see pk.mode).").default(""),
         ConfigKey::new(
             "fields.whitelist",
@@ -174,7 +173,7 @@ pub fn sink_config() -> ConfigDef {
         .default("false"),
         ConfigKey::new("quote.sql.identifiers", String, Medium, "ALWAYS or NEVER.")
             .default("ALWAYS")
-            .validator(|v| one_of(v, &["always", "never"])),
+            .choice::<Quoting>(),
         ConfigKey::new("max.retries", Int, Medium, "Retries of a failed batch.")
             .default("10")
             .validator(|v| at_least(0)(v))
@@ -214,17 +213,13 @@ pub fn check_source(props: &BTreeMap<String, String>) -> Vec<Finding> {
     finding(JdbcSourceConfig::parse(props).map(|_| ()))
 }
 
-/// A parse error ("key: message") as a finding on its property.
+/// A parse error as a finding on the property it is about.
 fn finding(parsed: Result<()>) -> Vec<Finding> {
     match parsed {
         Ok(()) => Vec::new(),
         Err(e) => {
-            let (key, message) = e
-                .message
-                .split_once(": ")
-                .map(|(k, m)| (k.to_string(), m.to_string()))
-                .unwrap_or_else(|| ("connection.url".to_string(), e.message.clone()));
-            vec![Finding::Error(key, message)]
+            let (property, problem) = e.problem("connection.url");
+            vec![Finding::Error(property, problem)]
         }
     }
 }
@@ -281,19 +276,22 @@ impl Connection {
     /// Parse the connection properties. Errors name `connection.url` and never repeat the
     /// password.
     pub fn from_props(props: &BTreeMap<String, String>) -> Result<Connection> {
+        let values = Values::new(connection_config(), props);
+        // Read as given, not through its validator: an error must not carry the URL, which
+        // may hold a password.
         let url = props
             .get("connection.url")
             .map(|u| u.trim())
             .filter(|u| !u.is_empty())
-            .ok_or_else(|| ConnectError::fatal("missing required property connection.url"))?;
-        let mut c = Connection::parse_url(url)
-            .map_err(|e| ConnectError::fatal(format!("connection.url: {e}")))?;
+            .ok_or_else(|| ConnectError::config("connection.url", "missing required property"))?;
+        let mut c =
+            Connection::parse_url(url).map_err(|e| ConnectError::config("connection.url", e))?;
         // The properties win over the URL's parameters, as in Confluent's connector.
-        if let Some(user) = props.get("connection.user").filter(|u| !u.is_empty()) {
-            c.user = Some(user.clone());
+        if let Some(user) = values.text("connection.user")? {
+            c.user = Some(user);
         }
-        if let Some(password) = props.get("connection.password").filter(|p| !p.is_empty()) {
-            c.password = Some(password.clone());
+        if let Some(password) = values.password("connection.password")? {
+            c.password = Some(password);
         }
         Ok(c)
     }
@@ -428,72 +426,53 @@ pub struct JdbcSinkConfig {
     pub retry_backoff_ms: u64,
 }
 
-fn choice<T: Copy>(
-    props: &BTreeMap<String, String>,
-    key: &str,
-    default: T,
-    options: &[(&str, T)],
-) -> Result<T> {
-    let Some(given) = props.get(key).map(|v| v.trim()) else {
-        return Ok(default);
-    };
-    options
-        .iter()
-        .find(|(name, _)| name.eq_ignore_ascii_case(given))
-        .map(|(_, v)| *v)
-        .ok_or_else(|| {
-            let names: Vec<&str> = options.iter().map(|(n, _)| *n).collect();
-            ConnectError::fatal(format!(
-                "{key}: must be one of {}, got {given:?}",
-                names.join(", ")
-            ))
-        })
+impl Choice for InsertMode {
+    const CHOICES: &'static [(&'static str, InsertMode)] = &[
+        ("insert", InsertMode::Insert),
+        ("upsert", InsertMode::Upsert),
+        ("update", InsertMode::Update),
+    ];
+}
+
+impl Choice for PkMode {
+    const CHOICES: &'static [(&'static str, PkMode)] = &[
+        ("none", PkMode::None),
+        ("kafka", PkMode::Kafka),
+        ("record_key", PkMode::RecordKey),
+        ("record_value", PkMode::RecordValue),
+    ];
+}
+
+/// `quote.sql.identifiers`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Quoting {
+    Always,
+    Never,
+}
+
+impl Choice for Quoting {
+    const CHOICES: &'static [(&'static str, Quoting)] =
+        &[("always", Quoting::Always), ("never", Quoting::Never)];
 }
 
 impl JdbcSinkConfig {
     pub fn parse(props: &BTreeMap<String, String>) -> Result<JdbcSinkConfig> {
+        let values = Values::new(sink_config(), props);
         let config = JdbcSinkConfig {
             connection: Connection::from_props(props)?,
-            insert_mode: choice(
-                props,
-                "insert.mode",
-                InsertMode::Insert,
-                &[
-                    ("insert", InsertMode::Insert),
-                    ("upsert", InsertMode::Upsert),
-                    ("update", InsertMode::Update),
-                ],
-            )?,
-            pk_mode: choice(
-                props,
-                "pk.mode",
-                PkMode::None,
-                &[
-                    ("none", PkMode::None),
-                    ("kafka", PkMode::Kafka),
-                    ("record_key", PkMode::RecordKey),
-                    ("record_value", PkMode::RecordValue),
-                ],
-            )?,
-            pk_fields: list(props, "pk.fields"),
-            fields: list(props, "fields.whitelist"),
-            table_name_format: props
-                .get("table.name.format")
-                .map(|f| f.trim().to_string())
-                .filter(|f| !f.is_empty())
-                .unwrap_or_else(|| "${topic}".to_string()),
-            batch_size: parsed(props, "batch.size", 3000usize)?,
-            delete_enabled: flag(props, "delete.enabled", false)?,
-            auto_create: flag(props, "auto.create", false)?,
-            auto_evolve: flag(props, "auto.evolve", false)?,
-            quote_identifiers: choice(
-                props,
-                "quote.sql.identifiers",
-                true,
-                &[("always", true), ("never", false)],
-            )?,
-            max_retries: parsed(props, "max.retries", 10u32)?,
-            retry_backoff_ms: parsed(props, "retry.backoff.ms", 3000u64)?,
+            insert_mode: values.choice("insert.mode")?,
+            pk_mode: values.choice("pk.mode")?,
+            pk_fields: values.list("pk.fields")?,
+            fields: values.list("fields.whitelist")?,
+            table_name_format: values.string("table.name.format")?,
+            batch_size: values.number("batch.size")?,
+            delete_enabled: values.boolean("delete.enabled")?,
+            auto_create: values.boolean("auto.create")?,
+            auto_evolve: values.boolean("auto.evolve")?,
+            quote_identifiers: values.choice::<Quoting>("quote.sql.identifiers")?
+                == Quoting::Always,
+            max_retries: values.number("max.retries")?,
+            retry_backoff_ms: values.number("retry.backoff.ms")?,
         };
         config.check()?;
         Ok(config)
@@ -501,26 +480,27 @@ impl JdbcSinkConfig {
 
     /// What Confluent's connector refuses across properties.
     fn check(&self) -> Result<()> {
-        if self.batch_size == 0 {
-            return Err(ConnectError::fatal("batch.size: must be at least 1"));
-        }
         if self.delete_enabled && self.pk_mode != PkMode::RecordKey {
-            return Err(ConnectError::fatal(
-                "delete.enabled: deletes need pk.mode=record_key (a tombstone has only its key)",
+            return Err(ConnectError::config(
+                "delete.enabled",
+                "deletes need pk.mode=record_key (a tombstone has only its key)",
             ));
         }
         if self.insert_mode != InsertMode::Insert && self.pk_mode == PkMode::None {
-            return Err(ConnectError::fatal(format!(
-                "insert.mode: {} needs a primary key: set pk.mode to kafka, record_key or record_value",
-                match self.insert_mode {
-                    InsertMode::Upsert => "upsert",
-                    _ => "update",
-                }
-            )));
+            return Err(ConnectError::config(
+                "insert.mode",
+                format!(
+                    "{} needs a primary key: set pk.mode to kafka, record_key or record_value",
+                    match self.insert_mode {
+                        InsertMode::Upsert => "upsert",
+                        _ => "update",
+                    }
+                ),
+            ));
         }
         if self.pk_mode == PkMode::Kafka && !matches!(self.pk_fields.len(), 0 | 3) {
-            return Err(ConnectError::fatal(format!(
-                "pk.fields: pk.mode=kafka takes three names (topic, partition, offset columns) or none, got {}",
+            return Err(ConnectError::config("pk.fields", format!(
+                "pk.mode=kafka takes three names (topic, partition, offset columns) or none, got {}",
                 self.pk_fields.len()
             )));
         }
@@ -546,7 +526,7 @@ pub fn source_config() -> ConfigDef {
             "bulk, incrementing, timestamp or timestamp+incrementing.",
         )
         .required()
-        .validator(|v| one_of(v, &["bulk", "incrementing", "timestamp", "timestamp+incrementing"])),
+        .choice::<SourceMode>(),
         ConfigKey::new(
             "incrementing.column.name",
             String,
@@ -637,7 +617,7 @@ pub fn source_config() -> ConfigDef {
             Low,
             "none (Decimal), precision_only or best_fit (integers and doubles where they fit).",
         )
-        .validator(|v| one_of(v, &["none", "precision_only", "best_fit"])),
+        .choice::<NumericMapping>(),
         ConfigKey::new(
             "transaction.isolation.mode",
             String,
@@ -653,7 +633,7 @@ pub fn source_config() -> ConfigDef {
             .default("false"),
         ConfigKey::new("quote.sql.identifiers", String, Medium, "ALWAYS or NEVER.")
             .default("ALWAYS")
-            .validator(|v| one_of(v, &["always", "never"])),
+            .choice::<Quoting>(),
         ConfigKey::new(
             "db.timezone",
             String,
@@ -730,84 +710,60 @@ pub struct JdbcSourceConfig {
     pub quote_identifiers: bool,
 }
 
-fn text(props: &BTreeMap<String, String>, key: &str) -> Option<String> {
-    props
-        .get(key)
-        .map(|v| v.trim().to_string())
-        .filter(|v| !v.is_empty())
+impl Choice for SourceMode {
+    const CHOICES: &'static [(&'static str, SourceMode)] = &[
+        ("bulk", SourceMode::Bulk),
+        ("incrementing", SourceMode::Incrementing),
+        ("timestamp", SourceMode::Timestamp),
+        ("timestamp+incrementing", SourceMode::TimestampIncrementing),
+    ];
+}
+
+impl Choice for NumericMapping {
+    const CHOICES: &'static [(&'static str, NumericMapping)] = &[
+        ("none", NumericMapping::None),
+        ("precision_only", NumericMapping::PrecisionOnly),
+        ("best_fit", NumericMapping::BestFit),
+    ];
 }
 
 impl JdbcSourceConfig {
     pub fn parse(props: &BTreeMap<String, String>) -> Result<JdbcSourceConfig> {
-        let mode =
-            match props.get("mode").map(|m| m.trim()) {
-                None | Some("") => return Err(ConnectError::fatal(
-                    "mode: missing: set bulk, incrementing, timestamp or timestamp+incrementing",
-                )),
-                Some(_) => choice(
-                    props,
-                    "mode",
-                    SourceMode::Bulk,
-                    &[
-                        ("bulk", SourceMode::Bulk),
-                        ("incrementing", SourceMode::Incrementing),
-                        ("timestamp", SourceMode::Timestamp),
-                        ("timestamp+incrementing", SourceMode::TimestampIncrementing),
-                    ],
-                )?,
-            };
-        let precision_only = flag(props, "numeric.precision.mapping", false)?;
+        let values = Values::new(source_config(), props);
+        let numeric_mapping = match values.get("numeric.mapping")? {
+            Some(_) => values.choice("numeric.mapping")?,
+            None if values.boolean("numeric.precision.mapping")? => NumericMapping::PrecisionOnly,
+            None => NumericMapping::None,
+        };
         let config = JdbcSourceConfig {
             connection: Connection::from_props(props)?,
-            mode,
-            incrementing_column: text(props, "incrementing.column.name"),
-            timestamp_columns: list(props, "timestamp.column.name"),
-            delay_ms: parsed(props, "timestamp.delay.interval.ms", 0i64)?,
-            timestamp_initial: match text(props, "timestamp.initial") {
-                Some(_) => Some(parsed(props, "timestamp.initial", 0i64)?),
-                None => None,
-            },
-            validate_non_null: flag(props, "validate.non.null", true)?,
-            whitelist: list(props, "table.whitelist"),
-            blacklist: list(props, "table.blacklist"),
-            schema_pattern: text(props, "schema.pattern"),
-            table_types: match list(props, "table.types") {
-                types if types.is_empty() => vec!["TABLE".to_string()],
-                types => types,
-            },
-            query: text(props, "query"),
+            mode: values.choice("mode")?,
+            incrementing_column: values.text("incrementing.column.name")?,
+            timestamp_columns: values.list("timestamp.column.name")?,
+            delay_ms: values.number("timestamp.delay.interval.ms")?,
+            timestamp_initial: values.optional_number("timestamp.initial")?,
+            validate_non_null: values.boolean("validate.non.null")?,
+            whitelist: values.list("table.whitelist")?,
+            blacklist: values.list("table.blacklist")?,
+            schema_pattern: values.text("schema.pattern")?,
+            table_types: values.list("table.types")?,
+            query: values.text("query")?,
             query_suffix: props.get("query.suffix").cloned().unwrap_or_default(),
             topic_prefix: props
                 .get("topic.prefix")
                 .map(|p| p.trim().to_string())
                 .ok_or_else(|| {
-                    ConnectError::fatal(
-                        "topic.prefix: missing (topics are the prefix and the table's name)",
+                    ConnectError::config(
+                        "topic.prefix",
+                        "missing (topics are the prefix and the table's name)",
                     )
                 })?,
-            poll_interval_ms: parsed(props, "poll.interval.ms", 5000u64)?,
-            batch_max_rows: parsed(props, "batch.max.rows", 100usize)?,
-            table_poll_interval_ms: parsed(props, "table.poll.interval.ms", 60_000u64)?,
-            numeric_mapping: choice(
-                props,
-                "numeric.mapping",
-                if precision_only {
-                    NumericMapping::PrecisionOnly
-                } else {
-                    NumericMapping::None
-                },
-                &[
-                    ("none", NumericMapping::None),
-                    ("precision_only", NumericMapping::PrecisionOnly),
-                    ("best_fit", NumericMapping::BestFit),
-                ],
-            )?,
-            quote_identifiers: choice(
-                props,
-                "quote.sql.identifiers",
-                true,
-                &[("always", true), ("never", false)],
-            )?,
+            poll_interval_ms: values.number("poll.interval.ms")?,
+            batch_max_rows: values.number("batch.max.rows")?,
+            table_poll_interval_ms: values.number("table.poll.interval.ms")?,
+            numeric_mapping,
+            quote_identifiers: values.choice::<Quoting>("quote.sql.identifiers")?
+                == Quoting::Always,
         };
         config.check()?;
         Ok(config)
@@ -815,42 +771,34 @@ impl JdbcSourceConfig {
 
     /// What Confluent's connector refuses across properties.
     fn check(&self) -> Result<()> {
-        if self.batch_max_rows == 0 {
-            return Err(ConnectError::fatal("batch.max.rows: must be at least 1"));
-        }
-        if self.poll_interval_ms == 0 || self.table_poll_interval_ms == 0 {
-            return Err(ConnectError::fatal(
-                "poll.interval.ms: poll.interval.ms and table.poll.interval.ms must be at least 1",
-            ));
-        }
-        if self.delay_ms < 0 {
-            return Err(ConnectError::fatal(
-                "timestamp.delay.interval.ms: must not be negative",
-            ));
-        }
         if !self.whitelist.is_empty() && !self.blacklist.is_empty() {
-            return Err(ConnectError::fatal(
-                "table.whitelist: table.whitelist and table.blacklist cannot both be set",
+            return Err(ConnectError::config(
+                "table.whitelist",
+                "table.whitelist and table.blacklist cannot both be set",
             ));
         }
         if self.query.is_some() && !(self.whitelist.is_empty() && self.blacklist.is_empty()) {
-            return Err(ConnectError::fatal(
-                "query: a query copies its result, not tables: leave table.whitelist and table.blacklist empty",
+            return Err(ConnectError::config(
+                "query",
+                "a query copies its result, not tables: leave table.whitelist and table.blacklist empty",
             ));
         }
         if self.mode.timestamps() && self.timestamp_columns.is_empty() {
-            return Err(ConnectError::fatal(
-                "timestamp.column.name: needed by mode=timestamp and mode=timestamp+incrementing",
+            return Err(ConnectError::config(
+                "timestamp.column.name",
+                "needed by mode=timestamp and mode=timestamp+incrementing",
             ));
         }
         if self.mode.incrementing() && self.query.is_some() && self.incrementing_column.is_none() {
-            return Err(ConnectError::fatal(
-                "incrementing.column.name: needed with a query (a table's serial column is found on its own)",
+            return Err(ConnectError::config(
+                "incrementing.column.name",
+                "needed with a query (a table's serial column is found on its own)",
             ));
         }
         if self.query.is_some() && self.topic_prefix.is_empty() {
-            return Err(ConnectError::fatal(
-                "topic.prefix: with a query, the prefix is the topic and cannot be empty",
+            return Err(ConnectError::config(
+                "topic.prefix",
+                "with a query, the prefix is the topic and cannot be empty",
             ));
         }
         Ok(())

@@ -16,7 +16,7 @@ impl TableId {
     /// `table` or `schema.table`; empty parts are an error naming the name.
     pub fn parse(name: &str) -> Result<TableId> {
         let bad =
-            || ConnectError::fatal(format!("table.name.format: {name:?} is not a table name"));
+            || ConnectError::config("table.name.format", format!("{name:?} is not a table name"));
         match name.split_once('.') {
             Some((schema, table))
                 if !schema.is_empty() && !table.is_empty() && !table.contains('.') =>

@@ -487,14 +487,18 @@ impl JdbcSourceTask {
         let incrementing_name = self.config.incrementing_column.clone().or(serial);
         let incrementing = if mode.incrementing() {
             let name = incrementing_name.as_deref().ok_or_else(|| {
-                ConnectError::fatal(format!(
-                    "incrementing.column.name: {label} has no serial or identity column: name the incrementing column"
-                ))
+                ConnectError::config(
+                    "incrementing.column.name",
+                    format!(
+                        "{label} has no serial or identity column: name the incrementing column"
+                    ),
+                )
             })?;
             let at = index(name).ok_or_else(|| {
-                ConnectError::fatal(format!(
-                    "incrementing.column.name: {label} has no column {name}"
-                ))
+                ConnectError::config(
+                    "incrementing.column.name",
+                    format!("{label} has no column {name}"),
+                )
             })?;
             let c = &columns[at];
             let whole = matches!(
@@ -507,13 +511,14 @@ impl JdbcSourceTask {
                     | Kind::Decimal(Some(0))
             );
             if !whole {
-                return Err(ConnectError::fatal(format!(
-                    "incrementing.column.name: column {name} of {label} is not an integer column"
-                )));
+                return Err(ConnectError::config(
+                    "incrementing.column.name",
+                    format!("column {name} of {label} is not an integer column"),
+                ));
             }
             if self.config.validate_non_null && c.optional && self.queriers[i].table.is_some() {
-                return Err(ConnectError::fatal(format!(
-                    "incrementing.column.name: column {name} of {label} is nullable: rows with nulls would never be read (make it NOT NULL, or set validate.non.null=false)"
+                return Err(ConnectError::config("incrementing.column.name", format!(
+                    "column {name} of {label} is nullable: rows with nulls would never be read (make it NOT NULL, or set validate.non.null=false)"
                 )));
             }
             Some(at)
@@ -524,21 +529,23 @@ impl JdbcSourceTask {
         if mode.timestamps() {
             for name in &self.config.timestamp_columns {
                 let at = index(name).ok_or_else(|| {
-                    ConnectError::fatal(format!(
-                        "timestamp.column.name: {label} has no column {name}"
-                    ))
+                    ConnectError::config(
+                        "timestamp.column.name",
+                        format!("{label} has no column {name}"),
+                    )
                 })?;
                 if columns[at].kind != Kind::Timestamp {
-                    return Err(ConnectError::fatal(format!(
-                        "timestamp.column.name: column {name} of {label} is not a timestamp column"
-                    )));
+                    return Err(ConnectError::config(
+                        "timestamp.column.name",
+                        format!("column {name} of {label} is not a timestamp column"),
+                    ));
                 }
                 timestamps.push(at);
             }
             let all_nullable = timestamps.iter().all(|t| columns[*t].optional);
             if self.config.validate_non_null && all_nullable && self.queriers[i].table.is_some() {
-                return Err(ConnectError::fatal(format!(
-                    "timestamp.column.name: the timestamp columns of {label} are all nullable: rows with nulls would never be read (make one NOT NULL, or set validate.non.null=false)"
+                return Err(ConnectError::config("timestamp.column.name", format!(
+                    "the timestamp columns of {label} are all nullable: rows with nulls would never be read (make one NOT NULL, or set validate.non.null=false)"
                 )));
             }
         }

@@ -47,8 +47,8 @@ fn target(name: &str) -> Result<SchemaType> {
         "boolean" => SchemaType::Boolean,
         "string" => SchemaType::String,
         other => {
-            return Err(ConnectError::fatal(format!(
-                "spec: {other:?} is not a type Cast supports (int8, int16, int32, int64, float32, float64, boolean, string)"
+            return Err(ConnectError::config("spec", format!(
+                "{other:?} is not a type Cast supports (int8, int16, int32, int64, float32, float64, boolean, string)"
             )))
         }
     })
@@ -76,9 +76,12 @@ impl Cast {
                         Some((field, ty)) if !field.trim().is_empty() => {
                             Ok((field.trim().to_string(), target(ty)?))
                         }
-                        _ => Err(ConnectError::fatal(format!(
-                            "spec: {e:?} is not field:type (a whole-value cast names one type alone)"
-                        ))),
+                        _ => Err(ConnectError::config(
+                            "spec",
+                            format!(
+                                "{e:?} is not field:type (a whole-value cast names one type alone)"
+                            ),
+                        )),
                     })
                     .collect::<Result<_>>()?,
             ),

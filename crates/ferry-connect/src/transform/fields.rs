@@ -295,13 +295,15 @@ impl InsertField {
             (Some(spec), Some(value)) => Some((spec, value.clone())),
             (None, None) => None,
             (Some(_), None) => {
-                return Err(ConnectError::fatal(
-                    "static.value: required when static.field is set",
+                return Err(ConnectError::config(
+                    "static.value",
+                    "required when static.field is set",
                 ))
             }
             (None, Some(_)) => {
-                return Err(ConnectError::fatal(
-                    "static.field: required when static.value is set",
+                return Err(ConnectError::config(
+                    "static.field",
+                    "required when static.value is set",
                 ))
             }
         };
@@ -443,9 +445,10 @@ impl ReplaceField {
                 Some((from, to)) if !from.trim().is_empty() && !to.trim().is_empty() => {
                     Ok((from.trim().to_string(), to.trim().to_string()))
                 }
-                _ => Err(ConnectError::fatal(format!(
-                    "renames: invalid rename mapping {pair:?}: use old:new"
-                ))),
+                _ => Err(ConnectError::config(
+                    "renames",
+                    format!("invalid rename mapping {pair:?}: use old:new"),
+                )),
             })
             .collect::<Result<_>>()?;
         Ok(Box::new(ReplaceField {
@@ -695,14 +698,15 @@ impl SetSchemaMetadata {
             .get("schema.version")
             .map(|v| {
                 v.trim().parse().map_err(|_| {
-                    ConnectError::fatal(format!("schema.version: {v:?} is not an integer"))
+                    ConnectError::config("schema.version", format!("{v:?} is not an integer"))
                 })
             })
             .transpose()?;
         let name = props.get("schema.name").map(|n| n.trim().to_string());
         if name.is_none() && version.is_none() {
-            return Err(ConnectError::fatal(
-                "schema.name: set schema.name, schema.version or both",
+            return Err(ConnectError::config(
+                "schema.name",
+                "set schema.name, schema.version or both",
             ));
         }
         Ok(Box::new(SetSchemaMetadata {

@@ -146,11 +146,14 @@ impl HeaderFrom {
         let fields = list(props, "fields");
         let headers = list(props, "headers");
         if fields.len() != headers.len() {
-            return Err(ConnectError::fatal(format!(
-                "headers: {} header keys for {} fields; give one per field",
-                headers.len(),
-                fields.len()
-            )));
+            return Err(ConnectError::config(
+                "headers",
+                format!(
+                    "{} header keys for {} fields; give one per field",
+                    headers.len(),
+                    fields.len()
+                ),
+            ));
         }
         Ok(Box::new(HeaderFrom {
             part,

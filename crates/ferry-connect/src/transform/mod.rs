@@ -224,38 +224,45 @@ impl Chain {
         for alias in list(config, "transforms") {
             let prefix = format!("transforms.{alias}.");
             let type_key = format!("{prefix}type");
-            let class = config.get(&type_key).ok_or_else(|| {
-                ConnectError::fatal(format!("{type_key}: missing required property"))
-            })?;
+            let class = config
+                .get(&type_key)
+                .ok_or_else(|| ConnectError::config(&type_key, "missing required property"))?;
             let class = find_class(class).ok_or_else(|| {
-                ConnectError::fatal(format!(
-                    "{type_key}: {class:?} is not a transform Ferry has; it has {}",
-                    classes()
-                        .iter()
-                        .map(|c| c.class.strip_prefix(PACKAGE).unwrap_or(c.class))
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ))
+                ConnectError::config(
+                    &type_key,
+                    format!(
+                        "{class:?} is not a transform Ferry has; it has {}",
+                        classes()
+                            .iter()
+                            .map(|c| c.class.strip_prefix(PACKAGE).unwrap_or(c.class))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ),
+                )
+                .with_value(class)
             })?;
             let own = own_props(config, &prefix, &["type", "predicate", "negate"]);
             check_props(&prefix, &(class.config)(), &own)?;
-            let transform = (class.build)(&own).map_err(|e| prefixed(&prefix, e))?;
+            let transform = (class.build)(&own).map_err(|e| e.under(&prefix))?;
             let predicate = match config.get(&format!("{prefix}predicate")) {
                 None => None,
                 Some(name) => {
                     let p = predicates.get(name.trim()).ok_or_else(|| {
-                        ConnectError::fatal(format!(
-                            "{prefix}predicate: {name:?} is not listed in predicates"
-                        ))
+                        ConnectError::config(
+                            format!("{prefix}predicate"),
+                            format!("{name:?} is not listed in predicates"),
+                        )
+                        .with_value(name)
                     })?;
                     let negate = crate::config::flag(config, &format!("{prefix}negate"), false)?;
                     Some((p.clone(), negate))
                 }
             };
             if config.contains_key(&format!("{prefix}negate")) && predicate.is_none() {
-                return Err(ConnectError::fatal(format!(
-                    "{prefix}negate is set but {prefix}predicate is not"
-                )));
+                return Err(ConnectError::config(
+                    format!("{prefix}negate"),
+                    format!("is set but {prefix}predicate is not"),
+                ));
             }
             steps.push(Step {
                 alias,
@@ -300,17 +307,6 @@ impl Chain {
     }
 }
 
-/// The property a chain's config error is about, and what is wrong with it: every error of
-/// [`Chain::from_config`] reads `property: problem`.
-pub fn config_problem(e: &ConnectError) -> (String, String) {
-    match e.message.split_once(": ") {
-        Some((property, problem)) if !property.contains(' ') => {
-            (property.to_string(), problem.to_string())
-        }
-        _ => ("transforms".to_string(), e.message.clone()),
-    }
-}
-
 /// A comma-separated list property, trimmed, without empty entries.
 pub fn list(config: &BTreeMap<String, String>, key: &str) -> Vec<String> {
     config
@@ -341,36 +337,31 @@ fn own_props(config: &BTreeMap<String, String>, prefix: &str, framework: &[&str]
 fn check_props(prefix: &str, def: &ConfigDef, own: &Props) -> Result<()> {
     for (name, value) in own {
         let key = def.iter().find(|k| k.name == name).ok_or_else(|| {
-            ConnectError::fatal(format!(
-                "{prefix}{name}: not a property of this transform (it has {})",
-                if def.is_empty() {
-                    "none".to_string()
-                } else {
-                    def.iter().map(|k| k.name).collect::<Vec<_>>().join(", ")
-                }
-            ))
+            ConnectError::config(
+                format!("{prefix}{name}"),
+                format!(
+                    "not a property of this transform (it has {})",
+                    if def.is_empty() {
+                        "none".to_string()
+                    } else {
+                        def.iter().map(|k| k.name).collect::<Vec<_>>().join(", ")
+                    }
+                ),
+            )
         })?;
-        key.ty
-            .check(value)
-            .and_then(|_| key.validator.map_or(Ok(()), |v| v(value)))
-            .map_err(|e| ConnectError::fatal(format!("{prefix}{name}: {e}")))?;
+        key.check(value).map_err(|problem| {
+            ConnectError::config(format!("{prefix}{name}"), problem).with_value(value)
+        })?;
     }
     for key in def.iter().filter(|k| k.required && k.default.is_none()) {
         if !own.contains_key(key.name) {
-            return Err(ConnectError::fatal(format!(
-                "{prefix}{}: missing required property",
-                key.name
-            )));
+            return Err(ConnectError::config(
+                format!("{prefix}{}", key.name),
+                "missing required property",
+            ));
         }
     }
     Ok(())
-}
-
-fn prefixed(prefix: &str, e: ConnectError) -> ConnectError {
-    ConnectError {
-        message: format!("{prefix}{}", e.message),
-        ..e
-    }
 }
 
 /// A property of a transform: required, or with a default.

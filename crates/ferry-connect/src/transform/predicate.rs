@@ -38,7 +38,7 @@ fn classes() -> Vec<PredicateClass> {
             build: |p| {
                 let pattern = prop(p, "pattern", "");
                 let regex = regex::Regex::new(&format!("^(?:{pattern})$")).map_err(|e| {
-                    ConnectError::fatal(format!("pattern: not a valid regular expression: {e}"))
+                    ConnectError::config("pattern", format!("not a valid regular expression: {e}"))
                 })?;
                 Ok(Arc::new(TopicNameMatches { regex }))
             },
@@ -74,18 +74,19 @@ pub fn from_config(
         let type_key = format!("{prefix}type");
         let class = config
             .get(&type_key)
-            .ok_or_else(|| ConnectError::fatal(format!("{type_key}: missing required property")))?;
+            .ok_or_else(|| ConnectError::config(&type_key, "missing required property"))?;
         let found = classes()
             .into_iter()
             .find(|c| c.class == class.trim() || c.class.strip_prefix(PACKAGE) == Some(class.trim()))
             .ok_or_else(|| {
-                ConnectError::fatal(format!(
-                    "{type_key}: {class:?} is not a predicate Ferry has; it has TopicNameMatches, HasHeaderKey, RecordIsTombstone"
+                ConnectError::config(&type_key, format!(
+                    "{class:?} is not a predicate Ferry has; it has TopicNameMatches, HasHeaderKey, RecordIsTombstone"
                 ))
+                .with_value(class)
             })?;
         let own = own_props(config, &prefix, &["type"]);
         check_props(&prefix, &(found.config)(), &own)?;
-        let predicate = (found.build)(&own).map_err(|e| super::prefixed(&prefix, e))?;
+        let predicate = (found.build)(&own).map_err(|e| e.under(&prefix))?;
         out.insert(alias, predicate);
     }
     Ok(out)

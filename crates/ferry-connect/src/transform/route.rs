@@ -104,7 +104,7 @@ impl RegexRouter {
         let pattern = prop(props, "regex", "");
         // Java's Matcher.matches(): the whole topic.
         let regex = regex::Regex::new(&format!("^(?:{pattern})$"))
-            .map_err(|e| ConnectError::fatal(format!("regex: {e}")))?;
+            .map_err(|e| ConnectError::config("regex", e.to_string()))?;
         Ok(Box::new(RegexRouter {
             regex,
             replacement: java_replacement(prop(props, "replacement", "")),
@@ -137,7 +137,7 @@ impl TimestampRouter {
         Ok(Box::new(TimestampRouter {
             topic_format: prop(props, "topic.format", "${topic}-${timestamp}").to_string(),
             timestamp_format: DatePattern::parse(prop(props, "timestamp.format", "yyyyMMdd"))
-                .map_err(|e| ConnectError::fatal(format!("timestamp.format: {}", e.message)))?,
+                .map_err(|e| ConnectError::config("timestamp.format", e.message))?,
         }))
     }
 }

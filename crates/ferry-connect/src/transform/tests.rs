@@ -572,7 +572,7 @@ fn bad_configs_name_the_property() {
                 ("transforms.a.type", "Filter"),
                 ("transforms.a.negate", "true"),
             ],
-            "transforms.a.negate is set but transforms.a.predicate is not",
+            "transforms.a.negate: is set but transforms.a.predicate is not",
         ),
         (
             vec![
@@ -593,10 +593,11 @@ fn bad_configs_name_the_property() {
     for (pairs, want) in cases {
         let err = Chain::from_config(&config(&pairs)).err().expect(want);
         assert!(err.to_string().contains(want), "{want}: {err}");
-        let (property, _) = config_problem(&err);
+        let problem = err.config.as_ref().expect("a config error");
         assert!(
-            want.starts_with(&property),
-            "{want}: the problem is about {property}"
+            want.starts_with(&problem.property),
+            "{want}: the problem is about {}",
+            problem.property
         );
     }
     assert!(Chain::from_config(&BTreeMap::new())

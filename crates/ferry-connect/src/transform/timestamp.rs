@@ -117,17 +117,17 @@ struct TimestampConverter {
 impl TimestampConverter {
     fn build(props: &Props, part: Part) -> Result<Box<dyn Transformation>> {
         let target = Target::parse(prop(props, "target.type", ""))
-            .map_err(|e| ConnectError::fatal(format!("target.type: {e}")))?;
+            .map_err(|e| ConnectError::config("target.type", e))?;
         let format = match prop(props, "format", "") {
             "" => None,
-            f => Some(
-                DatePattern::parse(f)
-                    .map_err(|e| ConnectError::fatal(format!("format: {}", e.message)))?,
-            ),
+            f => {
+                Some(DatePattern::parse(f).map_err(|e| ConnectError::config("format", e.message))?)
+            }
         };
         if target == Target::String && format.is_none() {
-            return Err(ConnectError::fatal(
-                "format: required when target.type is string",
+            return Err(ConnectError::config(
+                "format",
+                "required when target.type is string",
             ));
         }
         let field = Some(prop(props, "field", "").trim().to_string()).filter(|f| !f.is_empty());
@@ -137,7 +137,7 @@ impl TimestampConverter {
             target,
             format,
             unix: unix_factor(prop(props, "unix.precision", "milliseconds"))
-                .map_err(|e| ConnectError::fatal(format!("unix.precision: {e}")))?,
+                .map_err(|e| ConnectError::config("unix.precision", e))?,
         }))
     }
 

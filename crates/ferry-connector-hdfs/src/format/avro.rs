@@ -10,6 +10,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use apache_avro::{Codec, DeflateSettings};
+use ferry_connect::config::Choice;
 use ferry_connect::logical::Logical;
 use ferry_connect::{ConnectError, Result, Schema, SchemaType, SinkRecord, Value};
 use serde_json::{json, Map, Value as Json};
@@ -29,24 +30,21 @@ pub enum AvroCodec {
     Snappy,
 }
 
-impl AvroCodec {
-    pub fn parse(name: &str) -> Result<AvroCodec> {
-        match name.trim() {
-            "" | "null" => Ok(AvroCodec::Null),
-            "deflate" => Ok(AvroCodec::Deflate),
-            "snappy" => Ok(AvroCodec::Snappy),
-            other => Err(ConnectError::fatal(format!(
-                "avro.codec: {other:?} is not supported; use null, deflate or snappy"
-            ))),
-        }
-    }
+impl Choice for AvroCodec {
+    const CHOICES: &'static [(&'static str, AvroCodec)] = &[
+        ("null", AvroCodec::Null),
+        ("deflate", AvroCodec::Deflate),
+        ("snappy", AvroCodec::Snappy),
+    ];
+}
 
+impl AvroCodec {
+    /// The codec's name in Avro's file header: the name the config gives it.
     fn name(self) -> &'static str {
-        match self {
-            AvroCodec::Null => "null",
-            AvroCodec::Deflate => "deflate",
-            AvroCodec::Snappy => "snappy",
-        }
+        Self::CHOICES
+            .iter()
+            .find(|(_, codec)| *codec == self)
+            .map_or("null", |(name, _)| *name)
     }
 
     fn codec(self) -> Codec {

@@ -10,6 +10,7 @@ use std::sync::Arc;
 use arrow_array::*;
 use arrow_buffer::{NullBuffer, OffsetBuffer};
 use arrow_schema::{DataType, Field, Fields, TimeUnit};
+use ferry_connect::config::Choice;
 use ferry_connect::logical::Logical;
 use ferry_connect::{ConnectError, Result, Schema, SchemaType, SinkRecord, Value};
 use parquet::arrow::ArrowWriter;
@@ -31,18 +32,16 @@ pub enum ParquetCodec {
     Zstd,
 }
 
-impl ParquetCodec {
-    pub fn parse(name: &str) -> Result<ParquetCodec> {
-        match name.trim() {
-            "none" | "uncompressed" => Ok(ParquetCodec::None),
-            "" | "snappy" => Ok(ParquetCodec::Snappy),
-            "zstd" => Ok(ParquetCodec::Zstd),
-            other => Err(ConnectError::fatal(format!(
-                "parquet.codec: {other:?} is not supported; use none, snappy or zstd"
-            ))),
-        }
-    }
+impl Choice for ParquetCodec {
+    const CHOICES: &'static [(&'static str, ParquetCodec)] = &[
+        ("none", ParquetCodec::None),
+        ("uncompressed", ParquetCodec::None),
+        ("snappy", ParquetCodec::Snappy),
+        ("zstd", ParquetCodec::Zstd),
+    ];
+}
 
+impl ParquetCodec {
     fn compression(self) -> Compression {
         match self {
             ParquetCodec::None => Compression::UNCOMPRESSED,

@@ -70,7 +70,7 @@ impl HdfsStorage {
                 ("dfs.client.failover.sleep.max.millis", "1000"),
             ])
             .build()
-            .map_err(|e| ConnectError::fatal(format!("store.url: {url}: {e}")))?;
+            .map_err(|e| ConnectError::config("store.url", format!("{url}: {e}")))?;
         Ok(HdfsStorage { url, client })
     }
 
