@@ -499,8 +499,7 @@ fn the_offsets_table_fences_an_older_generation_and_resumes_a_new_one() {
         let props = props.clone();
         let tp = tp.clone();
         async move {
-            let mut task = ferry_connector_jdbc::sink::JdbcSinkTask::build(&props).expect("valid");
-            task.start(SinkTaskContext {
+            let context = SinkTaskContext {
                 connector: "fence".into(),
                 task: 0,
                 generation,
@@ -508,9 +507,10 @@ fn the_offsets_table_fences_an_older_generation_and_resumes_a_new_one() {
                 committer: Arc::new(NoRangeCommits),
                 rewinds,
                 clock: ferry_connect::task::WallClock::system(),
-            })
-            .await
-            .expect("start");
+            };
+            let mut task =
+                ferry_connector_jdbc::sink::JdbcSinkTask::build(&props, context).expect("valid");
+            task.start().await.expect("start");
             task.open(&[tp]).await.expect("open");
             task
         }

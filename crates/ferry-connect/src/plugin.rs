@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 
 use crate::config::ConfigDef;
 use crate::error::Result;
-use crate::task::{Connector, Props, SinkTask, SourceTask};
+use crate::task::{Connector, Props, SinkTask, SinkTaskContext, SourceTask, SourceTaskContext};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum PluginKind {
@@ -33,11 +33,12 @@ pub enum Finding {
 /// A cross-property check.
 pub type ConfigCheck = fn(&BTreeMap<String, String>) -> Vec<Finding>;
 
-/// How a plugin's tasks are built from their task configs.
+/// How a plugin's tasks are built: from their task config, which the factory parses (once),
+/// and their context, so that a built task has everything it needs.
 #[derive(Clone, Copy, Debug)]
 pub enum TaskFactory {
-    Sink(fn(&Props) -> Result<Box<dyn SinkTask>>),
-    Source(fn(&Props) -> Result<Box<dyn SourceTask>>),
+    Sink(fn(&Props, SinkTaskContext) -> Result<Box<dyn SinkTask>>),
+    Source(fn(&Props, SourceTaskContext) -> Result<Box<dyn SourceTask>>),
 }
 
 /// A connector plugin: its class name (Kafka Connect's, so existing configs keep working), the

@@ -137,7 +137,7 @@ impl WallClock {
     }
 }
 
-/// What a sink task is given when it starts.
+/// What a sink task is built with, beside its config.
 #[derive(Clone)]
 pub struct SinkTaskContext {
     pub connector: String,
@@ -153,7 +153,11 @@ pub struct SinkTaskContext {
 /// A sink task (Kafka Connect's `SinkTask`).
 #[async_trait]
 pub trait SinkTask: Send {
-    async fn start(&mut self, context: SinkTaskContext) -> Result<()>;
+    /// Work before the first `open` that needs I/O (the task was built from its parsed config
+    /// and its context).
+    async fn start(&mut self) -> Result<()> {
+        Ok(())
+    }
     /// The partitions this task now owns (after `start`, and when they change).
     async fn open(&mut self, _partitions: &[TopicPartition]) -> Result<()> {
         Ok(())
@@ -188,7 +192,7 @@ pub trait OffsetReader: Send + Sync {
     fn offset(&self, partition: &SourceMap) -> Option<SourceMap>;
 }
 
-/// What a source task is given when it starts.
+/// What a source task is built with, beside its config.
 #[derive(Clone)]
 pub struct SourceTaskContext {
     pub connector: String,
@@ -199,7 +203,11 @@ pub struct SourceTaskContext {
 /// A source task (Kafka Connect's `SourceTask`).
 #[async_trait]
 pub trait SourceTask: Send {
-    async fn start(&mut self, context: SourceTaskContext) -> Result<()>;
+    /// Work before the first `poll` that needs I/O (the task was built from its parsed config
+    /// and its context).
+    async fn start(&mut self) -> Result<()> {
+        Ok(())
+    }
     /// New records, or none for now; should return within about a second so that the task
     /// can be stopped promptly.
     async fn poll(&mut self) -> Result<Vec<SourceRecord>>;

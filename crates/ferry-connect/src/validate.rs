@@ -293,7 +293,7 @@ mod tests {
             aliases: &["TestSink"],
             version: "1",
             connector: |_| Err(crate::ConnectError::fatal("not built in validation tests")),
-            tasks: crate::plugin::TaskFactory::Sink(|_| {
+            tasks: crate::plugin::TaskFactory::Sink(|_, _| {
                 Err(crate::ConnectError::fatal("not built in validation tests"))
             }),
             config: || {
@@ -416,7 +416,7 @@ mod tests {
                     ("value.converter.decimal.format", "HEX"),
                 ],
                 "value.converter.decimal.format",
-                "BASE64 or NUMERIC",
+                "must be one of BASE64, NUMERIC",
             ),
             (
                 "string converter encoding",

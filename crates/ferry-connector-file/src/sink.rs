@@ -38,6 +38,8 @@ const WRITE_AT: usize = 256 * 1024;
 /// records already appended are recognised by their offsets and skipped.
 pub struct FileSinkTask {
     config: FileSinkConfig,
+    context: SinkTaskContext,
+    /// The open file; `None` before it is opened (at start) and while a write has it.
     file: Option<std::fs::File>,
     pending: Vec<u8>,
     /// The last offset appended to `pending`, per partition.
@@ -63,13 +65,14 @@ fn write_some(file: &mut std::fs::File, pending: &mut Vec<u8>) -> std::io::Resul
 }
 
 impl FileSinkTask {
-    pub fn build(props: &Props) -> Result<Box<dyn SinkTask>> {
-        Ok(Box::new(Self::new(props)?))
+    pub fn build(props: &Props, context: SinkTaskContext) -> Result<Box<dyn SinkTask>> {
+        Ok(Box::new(Self::new(props, context)?))
     }
 
-    fn new(props: &Props) -> Result<Self> {
+    fn new(props: &Props, context: SinkTaskContext) -> Result<Self> {
         Ok(FileSinkTask {
             config: FileSinkConfig::parse(props)?,
+            context,
             file: None,
             pending: Vec::new(),
             appended: HashMap::new(),
@@ -80,10 +83,10 @@ impl FileSinkTask {
     /// block.
     async fn write_out(&mut self, sync: bool) -> Result<()> {
         let path = self.config.file.clone();
-        let mut file = self
-            .file
-            .take()
-            .ok_or_else(|| ConnectError::fatal("FileStreamSink used before start"))?;
+        let mut file = match self.file.take() {
+            Some(file) => file,
+            None => self.open_file().await?,
+        };
         let mut pending = std::mem::take(&mut self.pending);
         let (file, pending, result) = tokio::task::spawn_blocking(move || {
             let result = write_some(&mut file, &mut pending)
@@ -102,11 +105,9 @@ impl FileSinkTask {
         self.pending = pending;
         result.map_err(|(what, e)| ConnectError::io(format!("{what} {path}"), e))
     }
-}
 
-#[async_trait]
-impl SinkTask for FileSinkTask {
-    async fn start(&mut self, context: SinkTaskContext) -> Result<()> {
+    /// Open the file for appending.
+    async fn open_file(&self) -> Result<std::fs::File> {
         let path = self.config.file.clone();
         // Opening a pipe waits for its reader: off the async threads.
         let file = tokio::task::spawn_blocking(move || {
@@ -118,8 +119,15 @@ impl SinkTask for FileSinkTask {
         })
         .await
         .map_err(|e| ConnectError::fatal(format!("opening {} failed: {e}", self.config.file)))??;
-        info!(connector = %context.connector, task = context.task, file = %self.config.file, "writing");
-        self.file = Some(file);
+        info!(connector = %self.context.connector, task = self.context.task, file = %self.config.file, "writing");
+        Ok(file)
+    }
+}
+
+#[async_trait]
+impl SinkTask for FileSinkTask {
+    async fn start(&mut self) -> Result<()> {
+        self.file = Some(self.open_file().await?);
         Ok(())
     }
 
@@ -210,8 +218,8 @@ mod tests {
         let path = dir.path().join("out.txt");
         std::fs::write(&path, "existing\n").expect("write");
         let props: Props = [("file".to_string(), path.to_string_lossy().to_string())].into();
-        let mut task = FileSinkTask::build(&props).expect("valid");
-        task.start(context()).await.expect("start");
+        let mut task = FileSinkTask::build(&props, context()).expect("valid");
+        task.start().await.expect("start");
         task.put(&[
             record(0, Value::String("a".into())),
             record(1, Value::Int32(7)),
@@ -232,8 +240,8 @@ mod tests {
     #[tokio::test]
     async fn a_failed_write_keeps_its_lines_and_a_retried_put_appends_each_once() {
         let props: Props = [("file".to_string(), "/dev/full".to_string())].into();
-        let mut task = FileSinkTask::new(&props).expect("valid");
-        task.start(context()).await.expect("start");
+        let mut task = FileSinkTask::new(&props, context()).expect("valid");
+        task.start().await.expect("start");
         let batch = || {
             (0..3)
                 .map(|i| record(i, Value::Int64(i)))

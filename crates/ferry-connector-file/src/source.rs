@@ -56,17 +56,26 @@ pub struct FileSourceTask {
 }
 
 impl FileSourceTask {
-    pub fn build(props: &Props) -> Result<Box<dyn SourceTask>> {
+    /// The task, to start reading after the position committed for its file.
+    pub fn build(props: &Props, context: SourceTaskContext) -> Result<Box<dyn SourceTask>> {
         let config = FileSourceConfig::parse(props)?;
         let partition: SourceMap =
             BTreeMap::from([(FILENAME_FIELD.to_string(), serde_json::json!(config.file))]);
+        let start_position = context
+            .offsets
+            .offset(&partition)
+            .as_ref()
+            .and_then(|o| o.get(POSITION_FIELD))
+            .and_then(serde_json::Value::as_u64)
+            .unwrap_or(0);
+        debug!(file = %config.file, position = start_position, "starting at the committed position");
         Ok(Box::new(FileSourceTask {
             config,
             partition,
             file: None,
             position: 0,
             pending: Vec::new(),
-            start_position: 0,
+            start_position,
             schema: Arc::new(ferry_connect::Schema::of(ferry_connect::SchemaType::String)),
             waiting_logged: false,
         }))
@@ -140,17 +149,6 @@ impl FileSourceTask {
 
 #[async_trait]
 impl SourceTask for FileSourceTask {
-    async fn start(&mut self, context: SourceTaskContext) -> Result<()> {
-        let committed = context.offsets.offset(&self.partition);
-        self.start_position = committed
-            .as_ref()
-            .and_then(|o| o.get(POSITION_FIELD))
-            .and_then(serde_json::Value::as_u64)
-            .unwrap_or(0);
-        debug!(file = %self.config.file, position = self.start_position, "starting at the committed position");
-        Ok(())
-    }
-
     async fn poll(&mut self) -> Result<Vec<SourceRecord>> {
         if self.file.is_none() && !self.open().await? {
             tokio::time::sleep(IDLE_WAIT).await;
@@ -208,13 +206,13 @@ mod tests {
         .into_iter()
         .map(|(k, v)| (k.to_string(), v))
         .collect();
-        let mut task = FileSourceTask::build(&props).expect("valid config");
         let context = SourceTaskContext {
             connector: "src".into(),
             task: 0,
             offsets: Arc::new(Committed(committed)),
         };
-        task.start(context).await.expect("start");
+        let mut task = FileSourceTask::build(&props, context).expect("valid config");
+        task.start().await.expect("start");
         task
     }
 

@@ -81,41 +81,52 @@ impl Connector for HdfsSinkConnector {
 }
 
 pub struct HdfsSinkTask {
-    props: Props,
-    shared: Option<Shared>,
+    /// The marker token the connector left in a local store, which this worker must see.
+    marker: Option<String>,
+    connector: String,
+    shared: Shared,
     writers: BTreeMap<TopicPartition, PartitionWriter>,
     /// Counts records written, to find the least recently written partition.
     written: u64,
     /// When the next scheduled rotation is due (ms).
     next_rotation: Option<i64>,
-    /// The wall clock of schedules and Wallclock record times (the context's, from start).
+    /// The wall clock of schedules and Wallclock record times (the context's).
     clock: WallClock,
 }
 
 impl HdfsSinkTask {
-    pub fn build(props: &Props) -> Result<Box<dyn SinkTask>> {
-        HdfsSinkConfig::parse(props)?;
+    pub fn build(props: &Props, context: SinkTaskContext) -> Result<Box<dyn SinkTask>> {
+        let config = HdfsSinkConfig::parse(props)?;
+        let storage = store(&config)?;
+        let names = Names {
+            topics_dir: config.topics_dir.clone(),
+            delim: config.file_delim.clone(),
+            pad: config.zero_pad_width,
+            extension: config.format.extension(),
+        };
+        info!(connector = %context.connector, task = context.task, store = ?config.url, "writing");
         Ok(Box::new(HdfsSinkTask {
-            props: props.clone(),
-            shared: None,
+            marker: props.get(MARKER_TOKEN).cloned(),
+            connector: context.connector,
+            shared: Shared {
+                config,
+                names,
+                storage,
+                committer: context.committer,
+                reporter: context.reporter,
+                rewinds: context.rewinds,
+                generation: context.generation,
+            },
             writers: BTreeMap::new(),
             written: 0,
             next_rotation: None,
-            clock: WallClock::system(),
+            clock: context.clock,
         }))
-    }
-
-    fn shared(&self) -> Result<&Shared> {
-        self.shared
-            .as_ref()
-            .ok_or_else(|| ConnectError::fatal("the HDFS sink task was used before start"))
     }
 
     /// Past the open-file limit: commit the least recently written partition with files.
     async fn limit_open_files(&mut self) -> Result<()> {
-        let Some(shared) = &self.shared else {
-            return Ok(());
-        };
+        let shared = &self.shared;
         let open: usize = self.writers.values().map(PartitionWriter::open_files).sum();
         if open <= shared.config.max_open_files {
             return Ok(());
@@ -141,13 +152,11 @@ pub fn next_boundary(now: i64, interval_ms: i64, zone: &TimeZone) -> i64 {
 
 #[async_trait]
 impl SinkTask for HdfsSinkTask {
-    async fn start(&mut self, context: SinkTaskContext) -> Result<()> {
-        self.clock = context.clock;
-        let config = HdfsSinkConfig::parse(&self.props)?;
-        let storage = store(&config)?;
-        if let Some(token) = self.props.get(MARKER_TOKEN) {
-            let path = marker_path(&config, &context.connector);
-            let seen = storage.read(&path).await.ok();
+    /// On a local store, check that this worker sees the connector's marker.
+    async fn start(&mut self) -> Result<()> {
+        if let Some(token) = &self.marker {
+            let path = marker_path(&self.shared.config, &self.connector);
+            let seen = self.shared.storage.read(&path).await.ok();
             if seen
                 .as_deref()
                 .map(|s| String::from_utf8_lossy(s).trim().to_string())
@@ -159,28 +168,12 @@ impl SinkTask for HdfsSinkTask {
                 )));
             }
         }
-        let names = Names {
-            topics_dir: config.topics_dir.clone(),
-            delim: config.file_delim.clone(),
-            pad: config.zero_pad_width,
-            extension: config.format.extension(),
-        };
-        info!(connector = %context.connector, task = context.task, store = ?config.url, "writing");
-        self.shared = Some(Shared {
-            config,
-            names,
-            storage,
-            committer: context.committer,
-            reporter: context.reporter,
-            rewinds: context.rewinds,
-            generation: context.generation,
-        });
         Ok(())
     }
 
     async fn open(&mut self, partitions: &[TopicPartition]) -> Result<()> {
         for tp in partitions {
-            let writer = PartitionWriter::open(self.shared()?, tp.clone()).await?;
+            let writer = PartitionWriter::open(&self.shared, tp.clone()).await?;
             self.writers.insert(tp.clone(), writer);
         }
         Ok(())
@@ -189,10 +182,7 @@ impl SinkTask for HdfsSinkTask {
     async fn put(&mut self, records: &[SinkRecord]) -> Result<()> {
         let now = self.clock.now_ms();
         for record in records {
-            let shared = self
-                .shared
-                .as_ref()
-                .ok_or_else(|| ConnectError::fatal("the HDFS sink task was used before start"))?;
+            let shared = &self.shared;
             let tp = record.topic_partition();
             let writer = self.writers.get_mut(&tp).ok_or_else(|| {
                 ConnectError::fatal(format!("a record of {tp}, which this task was not given"))
@@ -206,9 +196,7 @@ impl SinkTask for HdfsSinkTask {
     }
 
     async fn tick(&mut self) -> Result<()> {
-        let Some(shared) = &self.shared else {
-            return Ok(());
-        };
+        let shared = &self.shared;
         let Some(interval) = shared.config.rotate_schedule_ms else {
             return Ok(());
         };

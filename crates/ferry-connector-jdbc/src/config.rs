@@ -83,7 +83,8 @@ fn connection_config() -> ConfigDef {
             Low,
             "The source connector's wait between those attempts.",
         )
-        .default("10000"),
+        .default("10000")
+        .validator(|v| at_least(0)(v)),
         ConfigKey::new(
             "dialect.name",
             String,
@@ -689,6 +690,9 @@ pub enum NumericMapping {
 #[derive(Clone, Debug)]
 pub struct JdbcSourceConfig {
     pub connection: Connection,
+    /// The connector's attempts to list the tables, and its wait between them.
+    pub connection_attempts: u32,
+    pub connection_backoff_ms: u64,
     pub mode: SourceMode,
     pub incrementing_column: Option<String>,
     pub timestamp_columns: Vec<String>,
@@ -737,6 +741,8 @@ impl JdbcSourceConfig {
         };
         let config = JdbcSourceConfig {
             connection: Connection::from_props(props)?,
+            connection_attempts: values.number("connection.attempts")?,
+            connection_backoff_ms: values.number("connection.backoff.ms")?,
             mode: values.choice("mode")?,
             incrementing_column: values.text("incrementing.column.name")?,
             timestamp_columns: values.list("timestamp.column.name")?,

@@ -59,9 +59,8 @@ fn raced(e: &tokio_postgres::Error) -> bool {
 }
 
 pub struct JdbcSinkTask {
-    props: Props,
-    config: Option<JdbcSinkConfig>,
-    context: Option<SinkTaskContext>,
+    config: JdbcSinkConfig,
+    context: SinkTaskContext,
     client: Option<Client>,
     /// The columns of each table written so far (checked, created or evolved once).
     tables: HashMap<TableId, BTreeSet<String>>,
@@ -70,25 +69,14 @@ pub struct JdbcSinkTask {
 }
 
 impl JdbcSinkTask {
-    pub fn build(props: &Props) -> Result<Box<dyn SinkTask>> {
-        JdbcSinkConfig::parse(props)?;
+    pub fn build(props: &Props, context: SinkTaskContext) -> Result<Box<dyn SinkTask>> {
         Ok(Box::new(JdbcSinkTask {
-            props: props.clone(),
-            config: None,
-            context: None,
+            config: JdbcSinkConfig::parse(props)?,
+            context,
             client: None,
             tables: HashMap::new(),
             next: HashMap::new(),
         }))
-    }
-
-    fn parts(&self) -> Result<(&JdbcSinkConfig, &SinkTaskContext)> {
-        match (&self.config, &self.context) {
-            (Some(config), Some(context)) => Ok((config, context)),
-            _ => Err(ConnectError::fatal(
-                "the JDBC sink task was used before start",
-            )),
-        }
     }
 
     /// The connection, made again after one was lost.
@@ -97,7 +85,7 @@ impl JdbcSinkTask {
             self.client = None;
         }
         if self.client.is_none() {
-            let (config, _) = self.parts()?;
+            let config = &self.config;
             let client = connect(&config.connection, "ferry-jdbc-sink").await?;
             if let Err(e) = client.batch_execute(&dialect::create_offsets_table()).await {
                 // Tasks starting together race to create it: PostgreSQL's CREATE TABLE IF
@@ -140,7 +128,7 @@ impl JdbcSinkTask {
         {
             return Ok(());
         }
-        let (config, _) = self.parts()?;
+        let config = &self.config;
         let d = Dialect {
             quote: config.quote_identifiers,
         };
@@ -235,8 +223,7 @@ impl JdbcSinkTask {
         if fresh.is_empty() {
             return Ok(());
         }
-        let (config, context) = self.parts()?;
-        let config = config.clone();
+        let (config, context) = (self.config.clone(), &self.context);
         let reporter = context.reporter.clone();
         let (connector, generation) = (context.connector.clone(), context.generation);
         // Rows first: a record without one is a fault of its own.
@@ -469,17 +456,10 @@ fn bind_message(e: &tokio_postgres::Error) -> String {
 
 #[async_trait]
 impl SinkTask for JdbcSinkTask {
-    async fn start(&mut self, context: SinkTaskContext) -> Result<()> {
-        self.config = Some(JdbcSinkConfig::parse(&self.props)?);
-        self.context = Some(context);
-        Ok(())
-    }
-
     /// Read where the database has each partition, and consume from there.
     async fn open(&mut self, partitions: &[TopicPartition]) -> Result<()> {
-        let (_, context) = self.parts()?;
-        let connector = context.connector.clone();
-        let rewinds = context.rewinds.clone();
+        let connector = self.context.connector.clone();
+        let rewinds = self.context.rewinds.clone();
         let topics: BTreeSet<&str> = partitions.iter().map(|tp| tp.topic.as_str()).collect();
         for topic in topics {
             let client = self.client().await?;
@@ -510,7 +490,7 @@ impl SinkTask for JdbcSinkTask {
     }
 
     async fn put(&mut self, records: &[SinkRecord]) -> Result<()> {
-        let size = self.parts()?.0.batch_size;
+        let size = self.config.batch_size;
         for chunk in records.chunks(size) {
             self.write(chunk).await?;
         }

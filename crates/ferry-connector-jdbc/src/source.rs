@@ -155,14 +155,15 @@ impl Connector for JdbcSourceConnector {
         if self.config.query.is_some() {
             return Ok(());
         }
-        let attempts: u32 = ferry_connect::config::parsed(&self.props, "connection.attempts", 3)?;
-        let backoff: u64 =
-            ferry_connect::config::parsed(&self.props, "connection.backoff.ms", 10_000)?;
+        let (attempts, backoff) = (
+            self.config.connection_attempts,
+            self.config.connection_backoff_ms,
+        );
         let mut attempt = 1;
         let tables = loop {
             match self.tables_now().await {
                 Ok(tables) => break tables,
-                Err(e) if e.is_retriable() && attempt < attempts.max(1) => {
+                Err(e) if e.is_retriable() && attempt < attempts => {
                     warn!(attempt, error = %e.message, "cannot list the tables; trying again");
                     attempt += 1;
                     tokio::time::sleep(Duration::from_millis(backoff)).await;
@@ -320,7 +321,8 @@ pub struct JdbcSourceTask {
 }
 
 impl JdbcSourceTask {
-    pub fn build(props: &Props) -> Result<Box<dyn SourceTask>> {
+    /// The task, each table's querier to start after its committed offset.
+    pub fn build(props: &Props, context: SourceTaskContext) -> Result<Box<dyn SourceTask>> {
         let config = JdbcSourceConfig::parse(props)?;
         let tables: Vec<Option<TableId>> = match (&config.query, props.get(TABLES)) {
             (Some(_), _) => vec![None],
@@ -345,7 +347,7 @@ impl JdbcSourceTask {
             }
         };
         let database = config.connection.database.clone();
-        let queriers = tables
+        let mut queriers: Vec<Querier> = tables
             .into_iter()
             .map(|table| {
                 let partition: SourceMap = match &table {
@@ -368,6 +370,19 @@ impl JdbcSourceTask {
                 }
             })
             .collect();
+        for q in &mut queriers {
+            let mut committed = context.offsets.offset(&q.partition);
+            if committed.is_none() {
+                if let Some(t) = &q.table {
+                    let v0 = BTreeMap::from([("table".to_string(), serde_json::json!(t.table))]);
+                    committed = context.offsets.offset(&v0);
+                }
+            }
+            if let Some(map) = committed {
+                q.offset = Offset::from_map(&map)?;
+            }
+            info!(querier = %q.label(), topic = %q.topic, offset = ?q.offset, "starting");
+        }
         Ok(Box::new(JdbcSourceTask {
             dialect: Dialect {
                 quote: config.quote_identifiers,
@@ -773,23 +788,6 @@ fn decode_row(
 impl SourceTask for JdbcSourceTask {
     /// Each table starts after its committed offset: Ferry's, or one written by Confluent's
     /// connector under the older partition `{"table": name}`.
-    async fn start(&mut self, context: SourceTaskContext) -> Result<()> {
-        for q in &mut self.queriers {
-            let mut committed = context.offsets.offset(&q.partition);
-            if committed.is_none() {
-                if let Some(t) = &q.table {
-                    let v0 = BTreeMap::from([("table".to_string(), serde_json::json!(t.table))]);
-                    committed = context.offsets.offset(&v0);
-                }
-            }
-            if let Some(map) = committed {
-                q.offset = Offset::from_map(&map)?;
-            }
-            info!(querier = %q.label(), topic = %q.topic, offset = ?q.offset, "starting");
-        }
-        Ok(())
-    }
-
     async fn poll(&mut self) -> Result<Vec<SourceRecord>> {
         if self.reading.is_none() {
             let Some((i, next)) = self

@@ -2,7 +2,7 @@
 //! `taskConfigs(maxTasks)`), generates them again when the connector asks (Kafka Connect's
 //! `requestTaskReconfiguration`: a table was created, say), and reports the connector's status.
 
-use ferry_connect::config::parsed;
+use ferry_connect::config::{connector_common, Values};
 use ferry_connect::task::Connector;
 use ferry_meta::state::{Command, TargetState};
 use tokio::sync::watch;
@@ -32,7 +32,8 @@ async fn put_task_configs(
     if current && !asked {
         return Ok(());
     }
-    let max_tasks = parsed(&ctx.connector_config, "tasks.max", 1usize)?.max(1);
+    let max_tasks: usize =
+        Values::new(connector_common(), &ctx.connector_config).number("tasks.max")?;
     let configs: Vec<ferry_meta::ConfigMap> = connector
         .task_configs(max_tasks)?
         .into_iter()

@@ -104,9 +104,8 @@ impl SinkLoop {
             Reporter::of_unit(&ctx, &kafka, !ctx.partitions.is_empty()).await?;
         let reporter = Arc::new(reporter);
         let classes = converter_classes(&ctx);
-        let mut task = factory(&ctx.task_config)?;
         let rewinds = Arc::new(Rewinds::default());
-        task.start(SinkTaskContext {
+        let context = SinkTaskContext {
             connector: ctx.name.clone(),
             task: ctx.task.unwrap_or_default(),
             generation: ctx.generation,
@@ -114,8 +113,9 @@ impl SinkLoop {
             committer: Arc::new(RaftCommitter::new(ctx.clone())),
             rewinds: rewinds.clone(),
             clock: ctx.settings.clock,
-        })
-        .await?;
+        };
+        let mut task = factory(&ctx.task_config, context)?;
+        task.start().await?;
         let partitions: Vec<TopicPartition> = ctx
             .partitions
             .iter()

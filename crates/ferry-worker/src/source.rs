@@ -98,14 +98,14 @@ impl SourceLoop {
                 return Err(ConnectError::fatal(text.join("; ")).into());
             }
         };
-        let mut task = factory(&ctx.task_config)?;
         ctx.catch_up().await?;
-        task.start(SourceTaskContext {
+        let context = SourceTaskContext {
             connector: ctx.name.clone(),
             task: ctx.task.unwrap_or_default(),
             offsets: Arc::new(CommittedSourceOffsets::load(&ctx, &kafka).await?),
-        })
-        .await?;
+        };
+        let mut task = factory(&ctx.task_config, context)?;
+        task.start().await?;
         info!(task = %ctx.label(), generation = ctx.generation, "source task started");
         Ok(SourceLoop {
             ctx,

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use base64::Engine;
 use serde_json::Value as J;
 
-use crate::config::flag;
+use crate::config::{Choice, Values};
 use crate::data::{Schema, SchemaAndValue, SchemaType, Struct, Value};
 use crate::error::{ConnectError, Result};
 use crate::logical::{Decimal, Logical};
@@ -38,13 +38,17 @@ pub struct JsonConverter {
     replace_null_with_default: bool,
 }
 
+impl Choice for DecimalFormat {
+    const CHOICES: &'static [(&'static str, DecimalFormat)] = &[
+        ("BASE64", DecimalFormat::Base64),
+        ("NUMERIC", DecimalFormat::Numeric),
+    ];
+}
+
 impl Default for JsonConverter {
+    /// The declared defaults.
     fn default() -> Self {
-        JsonConverter {
-            schemas: true,
-            decimal: DecimalFormat::Base64,
-            replace_null_with_default: true,
-        }
+        JsonConverter::configure(&BTreeMap::new()).expect("the declared defaults are valid")
     }
 }
 
@@ -52,26 +56,11 @@ impl JsonConverter {
     /// From the converter's own properties (`value.converter.schemas.enable` arrives as
     /// `schemas.enable`).
     pub fn configure(props: &BTreeMap<String, String>) -> Result<Self> {
-        let in_json =
-            |e: ConnectError| ConnectError::fatal(format!("JsonConverter: {}", e.message));
-        let decimal = match props
-            .get("decimal.format")
-            .map(|v| v.trim().to_ascii_uppercase())
-            .as_deref()
-        {
-            None | Some("BASE64") => DecimalFormat::Base64,
-            Some("NUMERIC") => DecimalFormat::Numeric,
-            Some(other) => {
-                return Err(ConnectError::fatal(format!(
-                    "JsonConverter: decimal.format must be BASE64 or NUMERIC, got {other:?}"
-                )))
-            }
-        };
+        let values = Values::new(super::converter_config(JSON_CONVERTER), props);
         Ok(JsonConverter {
-            schemas: flag(props, "schemas.enable", true).map_err(in_json)?,
-            decimal,
-            replace_null_with_default: flag(props, "replace.null.with.default", true)
-                .map_err(in_json)?,
+            schemas: values.boolean("schemas.enable")?,
+            decimal: values.choice("decimal.format")?,
+            replace_null_with_default: values.boolean("replace.null.with.default")?,
         })
     }
 

@@ -98,7 +98,7 @@ pub fn converter_config(class: &str) -> ConfigDef {
                 "How decimals are written: BASE64 (their unscaled bytes) or NUMERIC (a number).",
             )
             .default("BASE64")
-            .validator(decimal_format),
+            .choice::<json::DecimalFormat>(),
             ConfigKey::new(
                 "replace.null.with.default",
                 ConfigType::Boolean,
@@ -123,13 +123,6 @@ fn utf8_only(value: &str) -> std::result::Result<(), String> {
     match value.trim().to_ascii_uppercase().replace('-', "").as_str() {
         "UTF8" => Ok(()),
         _ => Err(format!("encoding {value:?} is not supported; only UTF-8")),
-    }
-}
-
-fn decimal_format(value: &str) -> std::result::Result<(), String> {
-    match value.trim().to_ascii_uppercase().as_str() {
-        "BASE64" | "NUMERIC" => Ok(()),
-        _ => Err(format!("must be BASE64 or NUMERIC, got {value:?}")),
     }
 }
 
@@ -172,8 +165,10 @@ fn chosen<T>(
         worker
     };
     let class = source.get(prefix).map(String::as_str).unwrap_or(default);
-    build(class, &own_settings(source, prefix))
-        .map_err(|e| ConnectError::fatal(format!("{prefix}: {}", e.message)))
+    build(class, &own_settings(source, prefix)).map_err(|e| match e.config {
+        Some(_) => e.under(&format!("{prefix}.")),
+        None => ConnectError::fatal(format!("{prefix}: {}", e.message)),
+    })
 }
 
 /// The header converter of a connector, by the same rule (`header.converter`; otherwise the
@@ -411,7 +406,15 @@ mod tests {
             ("value.converter.schemas.enable", "maybe"),
         ]);
         let err = key_value(&bad, &worker).err().expect("bad setting");
-        assert!(err.to_string().starts_with("value.converter:"), "{err}");
+        assert!(
+            err.to_string()
+                .starts_with("value.converter.schemas.enable: expected true or false"),
+            "{err}"
+        );
+        assert_eq!(
+            err.config.as_ref().map(|c| c.property.as_str()),
+            Some("value.converter.schemas.enable")
+        );
         assert!(check_worker_converters(&worker).is_empty());
         let problems = check_worker_converters(&props(&[
             ("value.converter", "AvroConverter"),

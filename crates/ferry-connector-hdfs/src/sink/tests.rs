@@ -95,8 +95,7 @@ impl Bed {
         self.state.lock().expect("lock").generation = generation;
         let connector = HdfsSinkConnector::build(&self.config(more)).expect("valid");
         let task_props = connector.task_configs(1).expect("task configs").remove(0);
-        let mut task = HdfsSinkTask::build(&task_props).expect("valid");
-        task.start(SinkTaskContext {
+        let context = SinkTaskContext {
             connector: "hdfs".into(),
             task: 0,
             generation,
@@ -107,9 +106,9 @@ impl Bed {
             }),
             rewinds: Arc::default(),
             clock: ferry_connect::task::WallClock::system(),
-        })
-        .await
-        .expect("start");
+        };
+        let mut task = HdfsSinkTask::build(&task_props, context).expect("valid");
+        task.start().await.expect("start");
         task.open(&[TopicPartition::new("t", 0)])
             .await
             .expect("open");
@@ -383,24 +382,23 @@ fn a_local_store_that_is_not_shared_is_refused() {
     let mut task_props = connector.task_configs(1).expect("configs").remove(0);
     // Another worker's directory: same path, no marker (simulated by another token).
     task_props.insert(MARKER_TOKEN.into(), "another-directory".into());
-    let mut task = HdfsSinkTask::build(&task_props).expect("valid");
+    let context = SinkTaskContext {
+        connector: "hdfs".into(),
+        task: 0,
+        generation: 1,
+        reporter: None,
+        committer: Arc::new(Cas {
+            generation: 1,
+            state: bed.state.clone(),
+        }),
+        rewinds: Arc::default(),
+        clock: ferry_connect::task::WallClock::system(),
+    };
+    let mut task = HdfsSinkTask::build(&task_props, context).expect("valid");
     let runtime = tokio::runtime::Builder::new_current_thread()
         .build()
         .expect("runtime");
-    let err = runtime
-        .block_on(task.start(SinkTaskContext {
-            connector: "hdfs".into(),
-            task: 0,
-            generation: 1,
-            reporter: None,
-            committer: Arc::new(Cas {
-                generation: 1,
-                state: bed.state.clone(),
-            }),
-            rewinds: Arc::default(),
-            clock: ferry_connect::task::WallClock::system(),
-        }))
-        .expect_err("not shared");
+    let err = runtime.block_on(task.start()).expect_err("not shared");
     assert!(err.message.contains("every worker shares"), "{err}");
 }
 
