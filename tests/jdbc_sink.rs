@@ -8,7 +8,9 @@
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
-use ferry_tests::pipeline::{follower_running, json_workers, started, task_workers, TRACE_ALL};
+use ferry_tests::pipeline::{
+    alter_offsets, follower_running, json_workers, started, stop, task_workers, TRACE_ALL,
+};
 use ferry_tests::postgres::{
     assert_long_item_dead_lettered, seed_003_sink_json, Postgres, SEED_003_DESTINATIONS,
 };
@@ -681,4 +683,101 @@ fn tasks_creating_the_same_table_together_all_write_into_it() {
             " (no race met this time)"
         }
     ));
+}
+
+/// The rows of `orders` per id.
+fn copies(pg: &Postgres) -> Option<std::collections::BTreeMap<i32, usize>> {
+    let mut counts = std::collections::BTreeMap::new();
+    for line in pg
+        .try_psql("SELECT id, count(*) FROM orders GROUP BY id ORDER BY id")?
+        .lines()
+    {
+        let (id, n) = line.split_once('|')?;
+        counts.insert(id.trim().parse().ok()?, n.trim().parse().ok()?);
+    }
+    Some(counts)
+}
+
+/// KIP-875 on the JDBC sink, whose offsets table says where it resumes: an alter and a reset
+/// through the offsets API take effect there (the table's rows predate them and give way), so
+/// the records from the altered offset, then all of them, are written again.
+#[test]
+fn altered_and_reset_offsets_take_effect_on_the_jdbc_sinks_table() {
+    let pg = Postgres::start();
+    let kafka = Kafka::start(&[("orders", 1)]);
+    let (cluster, leader) = started(1, &kafka, json_workers());
+    ferry_tests::pipeline::create(
+        &cluster,
+        leader,
+        "replayed",
+        &[
+            (
+                "connector.class",
+                "io.confluent.connect.jdbc.JdbcSinkConnector",
+            ),
+            ("connection.url", &pg.jdbc_url("kcdb")),
+            ("connection.user", "kcuser"),
+            ("connection.password", "kcpw"),
+            ("topics", "orders"),
+            ("auto.create", "true"),
+            (
+                "key.converter",
+                "org.apache.kafka.connect.storage.StringConverter",
+            ),
+        ],
+    );
+    let producer: BaseProducer = ClientConfig::new()
+        .set("bootstrap.servers", &kafka.bootstrap)
+        .create()
+        .expect("a producer");
+    for id in 0..10 {
+        send(&producer, "orders", "k", Some(&order(id, "eu", None)));
+    }
+    let once: std::collections::BTreeMap<i32, usize> = (0..10).map(|id| (id, 1)).collect();
+    wait_for("every row once", FLOW, || {
+        (copies(&pg)? == once).then_some(())
+    });
+    let table_offset = || {
+        pg.try_psql(
+            "SELECT next_offset FROM __ferry_sink_offsets WHERE connector = 'replayed' AND topic = 'orders'",
+        )
+        .map(|s| s.trim().to_string())
+    };
+    assert_eq!(table_offset().as_deref(), Some("10"));
+
+    stop(&cluster, leader, "replayed");
+    let altered = alter_offsets(
+        &cluster,
+        leader,
+        "replayed",
+        r#"{"offsets":[{"partition":{"kafka_topic":"orders","kafka_partition":0},"offset":{"kafka_offset":4}}]}"#,
+    );
+    assert_eq!(
+        altered["offsets"][0]["offset"]["kafka_offset"], 4,
+        "{altered}"
+    );
+    cluster.cli(leader, &["connectors", "resume", "replayed"]);
+    let from_4: std::collections::BTreeMap<i32, usize> = (0..10)
+        .map(|id| (id, if id >= 4 { 2 } else { 1 }))
+        .collect();
+    wait_for("the rows from offset 4 written again", FLOW, || {
+        (copies(&pg)? == from_4).then_some(())
+    });
+    wait_for("the table's offsets past the alter", FLOW, || {
+        (table_offset()? == "10").then_some(())
+    });
+
+    stop(&cluster, leader, "replayed");
+    let reset = cluster.json(leader, &["connectors", "offsets", "replayed", "--reset"]);
+    assert_eq!(reset["offsets"], serde_json::json!([]));
+    cluster.cli(leader, &["connectors", "resume", "replayed"]);
+    let all_again: std::collections::BTreeMap<i32, usize> = (0..10)
+        .map(|id| (id, if id >= 4 { 3 } else { 2 }))
+        .collect();
+    wait_for("every row written again after the reset", FLOW, || {
+        (copies(&pg)? == all_again).then_some(())
+    });
+    let status = cluster.json(leader, &["connectors", "status", "replayed"]);
+    assert!(!status.to_string().contains("FAILED"), "{status}");
+    say("KIP-875 on the JDBC sink: an alter to offset 4 wrote 4..9 again, a reset all ten");
 }

@@ -4,30 +4,14 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
-use ferry_tests::pipeline::{create, create_source, placement, started, task_workers, write_input};
+use ferry_tests::pipeline::{
+    create, create_source, placement, sink_offsets, started, task_workers, write_input,
+};
 use ferry_tests::{lines_in_work_dirs, say, wait_for, Cluster, Kafka, Settings};
 use serde_json::Value;
 
 const BOOT: Duration = Duration::from_secs(30);
 const FLOW: Duration = Duration::from_secs(90);
-
-/// Committed sink offsets per partition.
-fn sink_offsets(cluster: &Cluster, node: u64, name: &str) -> BTreeMap<i64, i64> {
-    let offsets = cluster.json(node, &["connectors", "offsets", name]);
-    offsets["offsets"]
-        .as_array()
-        .map(|list| {
-            list.iter()
-                .filter_map(|o| {
-                    Some((
-                        o["partition"]["kafka_partition"].as_i64()?,
-                        o["offset"]["kafka_offset"].as_i64()?,
-                    ))
-                })
-                .collect()
-        })
-        .unwrap_or_default()
-}
 
 /// Offsets committed to a consumer group, per partition (as lag tools read them).
 fn group_offsets(kafka: &Kafka, group: &str, topic: &str, partitions: i32) -> BTreeMap<i64, i64> {

@@ -6,7 +6,10 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use ferry_tests::pipeline::{create, create_source, follower_running, started, task_workers};
+use ferry_tests::pipeline::{
+    alter_offsets, create, create_source, follower_running, sink_offsets, started, stop,
+    task_workers,
+};
 use ferry_tests::storage::check_tiling;
 use ferry_tests::{error_header, read_topic, say, wait_for, Kafka, Settings};
 use rdkafka::config::ClientConfig;
@@ -137,8 +140,14 @@ fn storage_sink_writes_confluent_named_files_exactly_once_across_a_kill_9() {
         let unique: BTreeSet<&String> = files.values().flatten().collect();
         (unique.len() >= expected.len()).then_some(())
     });
-    // Two more scheduled rotations: a late duplicate would show.
-    std::thread::sleep(Duration::from_secs(4));
+    // Every commit recorded to the end of each partition: a later commit would need records
+    // past the end, so a duplicate can only be in the files already there.
+    let ends = BTreeMap::from([(0, 2000), (1, 2000), (2, 2000)]);
+    wait_for(
+        "the commits recorded to the end of every partition",
+        FLOW,
+        || (sink_offsets(&cluster, leader, "hdfs") == ends).then_some(()),
+    );
     let files = committed(&store, "shop");
     let all: Vec<&String> = files.values().flatten().collect();
     let unique: BTreeSet<&String> = all.iter().copied().collect();
@@ -277,4 +286,76 @@ fn records_without_their_timestamp_field_go_to_the_dead_letter_queue_through_the
         good.len(),
         dead.len()
     ));
+}
+
+/// KIP-875 on the HDFS sink, whose commits are recorded in Raft and whose file names say where
+/// each partition ends: an alter makes the sink write from the new offset (files of
+/// overlapping ranges), and after a reset it starts where the consumer does — the names of
+/// the files already there do not take over (they would for a directory met for the first
+/// time).
+#[test]
+fn altered_and_reset_offsets_take_effect_on_the_hdfs_sink() {
+    let kafka = Kafka::start(&[("replay", 3)]);
+    let (cluster, leader) = started(1, &kafka, Settings::default());
+    let store = cluster.dir.path().join("store");
+    let store_url = format!("file://{}", store.display());
+    produce(&kafka.bootstrap, "replay", 0..30);
+    create(
+        &cluster,
+        leader,
+        "hdfs",
+        &[
+            (
+                "connector.class",
+                "io.confluent.connect.hdfs.HdfsSinkConnector",
+            ),
+            ("topics", "replay"),
+            ("store.url", &store_url),
+            ("topics.dir", "/data/log"),
+            ("format.class", "io.confluent.connect.hdfs.json.JsonFormat"),
+            ("flush.size", "5"),
+        ],
+    );
+    let at_the_end = BTreeMap::from([(0, 10), (1, 10), (2, 10)]);
+    wait_for("every record committed", FLOW, || {
+        (sink_offsets(&cluster, leader, "hdfs") == at_the_end).then_some(())
+    });
+    let names = |store: &Path| -> BTreeSet<String> {
+        committed(store, "replay")
+            .keys()
+            .filter_map(|k| k.rsplit('/').next().map(str::to_string))
+            .collect()
+    };
+    assert!(names(&store).contains("replay+0+0000000005+0000000009.json"));
+
+    stop(&cluster, leader, "hdfs");
+    alter_offsets(
+        &cluster,
+        leader,
+        "hdfs",
+        r#"{"offsets":[{"partition":{"kafka_topic":"replay","kafka_partition":0},"offset":{"kafka_offset":3}}]}"#,
+    );
+    cluster.cli(leader, &["connectors", "resume", "hdfs"]);
+    wait_for("partition 0 written again from offset 3", FLOW, || {
+        names(&store)
+            .contains("replay+0+0000000003+0000000007.json")
+            .then_some(())
+    });
+    wait_for("the commit recorded", FLOW, || {
+        (sink_offsets(&cluster, leader, "hdfs").get(&0) == Some(&8)).then_some(())
+    });
+
+    stop(&cluster, leader, "hdfs");
+    let reset = cluster.json(leader, &["connectors", "offsets", "hdfs", "--reset"]);
+    assert_eq!(reset["offsets"], serde_json::json!([]));
+    cluster.cli(leader, &["connectors", "resume", "hdfs"]);
+    // From the beginning: the same ranges again (same names, so the files stay as they are),
+    // each commit recorded anew; taking over the names would have resumed at 10, committing
+    // nothing.
+    wait_for(
+        "every partition committed again from its start",
+        FLOW,
+        || (sink_offsets(&cluster, leader, "hdfs") == at_the_end).then_some(()),
+    );
+    say("KIP-875 on the HDFS sink: an alter to offset 3 wrote 3..7 again; after a reset each partition was committed again from offset 0");
 }

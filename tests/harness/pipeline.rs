@@ -140,3 +140,46 @@ pub fn json_workers() -> Settings {
         ..Settings::default()
     }
 }
+
+/// A sink connector's committed offsets per partition, as the offsets API shows them.
+pub fn sink_offsets(cluster: &Cluster, node: u64, name: &str) -> BTreeMap<i64, i64> {
+    let offsets = cluster.json(node, &["connectors", "offsets", name]);
+    offsets["offsets"]
+        .as_array()
+        .map(|list| {
+            list.iter()
+                .filter_map(|o| {
+                    Some((
+                        o["partition"]["kafka_partition"].as_i64()?,
+                        o["offset"]["kafka_offset"].as_i64()?,
+                    ))
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Stop a connector and wait until every task of it is STOPPED.
+pub fn stop(cluster: &Cluster, node: u64, name: &str) {
+    cluster.cli(node, &["connectors", "stop", name]);
+    wait_for("the tasks STOPPED", Duration::from_secs(120), || {
+        let t = task_workers(cluster, node, name);
+        (!t.is_empty() && t.iter().all(|(s, _)| s == "STOPPED")).then_some(())
+    });
+}
+
+/// Alter a connector's offsets (KIP-875 JSON) through the CLI; the offsets it answers.
+pub fn alter_offsets(cluster: &Cluster, node: u64, name: &str, offsets: &str) -> serde_json::Value {
+    let file = cluster.dir.path().join(format!("{name}-offsets.json"));
+    std::fs::write(&file, offsets).expect("write the offsets");
+    cluster.json(
+        node,
+        &[
+            "connectors",
+            "offsets",
+            name,
+            "--alter",
+            &file.to_string_lossy(),
+        ],
+    )
+}

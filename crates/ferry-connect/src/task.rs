@@ -84,6 +84,13 @@ pub trait SinkCommitter: Send + Sync {
         &self,
         partition: &TopicPartition,
     ) -> Result<Option<(i64, BTreeMap<String, String>)>>;
+    /// The generation at which this connector's offsets were last altered or reset through the
+    /// offsets API (KIP-875), if ever. What a task of that generation or an older one wrote
+    /// where the sink keeps offsets of its own (a database table, file names) predates the
+    /// change: the offsets the runtime consumes from win over it.
+    async fn offsets_altered_at(&self) -> Result<Option<u64>> {
+        Ok(None)
+    }
 }
 
 /// Offsets a sink task asks the runtime to consume from again (Kafka Connect's

@@ -98,6 +98,9 @@ impl PartitionWriter {
                 }
                 Some(*next)
             }
+            // Offsets reset through the offsets API: start where the consumer does, whatever
+            // the files are named.
+            None if shared.committer.offsets_altered_at().await?.is_some() => None,
             // No commit in Raft: take over what committed names say (a directory written by
             // Confluent's connector), if anything.
             None => Self::committed_end(shared, &tp).await?,

@@ -259,10 +259,11 @@ pub fn store_offsets() -> String {
     )
 }
 
-/// The offsets of a connector's partitions of a topic. Parameters: connector, topic.
+/// The offsets of a connector's partitions of a topic, with the generation that wrote them.
+/// Parameters: connector, topic.
 pub fn read_offsets() -> String {
     format!(
-        "SELECT kafka_partition, next_offset FROM \"{OFFSETS_TABLE}\" WHERE connector = $1 AND topic = $2"
+        "SELECT kafka_partition, next_offset, generation FROM \"{OFFSETS_TABLE}\" WHERE connector = $1 AND topic = $2"
     )
 }
 

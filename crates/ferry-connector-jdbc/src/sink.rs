@@ -66,6 +66,28 @@ pub struct JdbcSinkTask {
     tables: HashMap<TableId, BTreeSet<String>>,
     /// The next offset the database holds for each partition of this task.
     next: HashMap<TopicPartition, i64>,
+    /// When the offsets API last changed this connector's offsets (read at open): rows of the
+    /// offsets table written by that generation or an older one predate the change.
+    altered_at: Option<u64>,
+}
+
+/// Who writes a transaction, and which offsets rows predate an alter or reset.
+struct Writer<'a> {
+    connector: &'a str,
+    generation: u64,
+    altered_at: Option<u64>,
+}
+
+impl Writer<'_> {
+    /// Whether an offsets row of generation `owner` was written before the offsets API
+    /// changed the offsets: it no longer says where the partition is.
+    fn superseded(&self, owner: i64) -> bool {
+        superseded(self.altered_at, owner)
+    }
+}
+
+fn superseded(altered_at: Option<u64>, owner: i64) -> bool {
+    altered_at.is_some_and(|at| u64::try_from(owner).is_ok_and(|owner| owner <= at))
 }
 
 impl JdbcSinkTask {
@@ -76,6 +98,7 @@ impl JdbcSinkTask {
             client: None,
             tables: HashMap::new(),
             next: HashMap::new(),
+            altered_at: None,
         }))
     }
 
@@ -226,6 +249,7 @@ impl JdbcSinkTask {
         let (config, context) = (self.config.clone(), &self.context);
         let reporter = context.reporter.clone();
         let (connector, generation) = (context.connector.clone(), context.generation);
+        let altered_at = self.altered_at;
         // Rows first: a record without one is a fault of its own.
         let mut rows: Vec<(&SinkRecord, std::result::Result<Row, ConnectError>)> = Vec::new();
         for r in &fresh {
@@ -247,11 +271,15 @@ impl JdbcSinkTask {
         let mut replay = false;
         loop {
             let client = self.client().await?;
+            let writer = Writer {
+                connector: &connector,
+                generation,
+                altered_at,
+            };
             let outcome = transaction(
                 client,
                 &d,
-                &connector,
-                generation,
+                &writer,
                 &rows,
                 &ends,
                 replay,
@@ -302,8 +330,7 @@ fn is_data(e: &tokio_postgres::Error) -> bool {
 async fn transaction(
     client: &mut Client,
     d: &Dialect,
-    connector: &str,
-    generation: u64,
+    writer: &Writer<'_>,
     rows: &[(&SinkRecord, std::result::Result<Row, ConnectError>)],
     ends: &BTreeMap<TopicPartition, i64>,
     replay: bool,
@@ -314,6 +341,7 @@ async fn transaction(
         move |e| Failure::Db(what, e)
     };
     let tx = client.transaction().await.map_err(db("begin"))?;
+    let (connector, generation) = (writer.connector, writer.generation);
     let generation_i64 = generation as i64;
     // Lock each partition's row; a newer generation there means this task is a zombie, and a
     // further offset means those records are written (an earlier commit whose answer was
@@ -335,7 +363,9 @@ async fn transaction(
                     "{tp}: fenced: the database's offsets belong to generation {owner}, newer than this task's {generation}"
                 )));
             }
-            starts.insert(tp.clone(), next);
+            if !writer.superseded(owner) {
+                starts.insert(tp.clone(), next);
+            }
         }
     }
     let mut reported = Vec::new();
@@ -460,6 +490,7 @@ impl SinkTask for JdbcSinkTask {
     async fn open(&mut self, partitions: &[TopicPartition]) -> Result<()> {
         let connector = self.context.connector.clone();
         let rewinds = self.context.rewinds.clone();
+        self.altered_at = self.context.committer.offsets_altered_at().await?;
         let topics: BTreeSet<&str> = partitions.iter().map(|tp| tp.topic.as_str()).collect();
         for topic in topics {
             let client = self.client().await?;
@@ -473,12 +504,17 @@ impl SinkTask for JdbcSinkTask {
             for row in rows {
                 let read = row
                     .try_get::<_, i32>(0)
-                    .and_then(|p| Ok((p, row.try_get::<_, i64>(1)?)));
-                let (partition, next) = match read {
+                    .and_then(|p| Ok((p, row.try_get::<_, i64>(1)?, row.try_get::<_, i64>(2)?)));
+                let (partition, next, owner) = match read {
                     Ok(read) => read,
                     Err(e) => return Err(self.failed("read the offsets", e)),
                 };
                 let tp = TopicPartition::new(topic, partition);
+                if superseded(self.altered_at, owner) {
+                    info!(partition = %tp, next, generation = owner, altered_at = ?self.altered_at,
+                        "the database's offsets predate the offsets API's change: consuming from the changed offsets");
+                    continue;
+                }
                 if partitions.contains(&tp) {
                     info!(partition = %tp, next, "resuming from the database's offsets");
                     rewinds.request(tp.clone(), next);

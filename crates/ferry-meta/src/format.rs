@@ -17,8 +17,10 @@ use std::sync::atomic::{AtomicU32, Ordering};
 /// The formats this build understands: 1, the format before formats were recorded; 2, which
 /// adds the feature level itself (`SetFeatureLevel`) and `RestoreState`; 3, task configs stored
 /// with what they share kept once (`PutTaskConfigs.shared`, `Connector.task_shared`); 4, units
-/// moved by revoking them first (`Revoke`, `Release`, `Assignment.revoked`).
-pub const FORMAT_VERSION: u32 = 4;
+/// moved by revoking them first (`Revoke`, `Release`, `Assignment.revoked`); 5, offsets changed
+/// through the offsets API marked as winning over a sink's own (`supersede`,
+/// `Offsets.altered_at`).
+pub const FORMAT_VERSION: u32 = 5;
 
 /// The format of everything written before formats were recorded.
 pub const BASE_FORMAT: u32 = 1;

@@ -210,11 +210,21 @@ pub struct Offsets {
     /// its offsets (e.g. the files it made final), for a starting task to finish.
     #[serde(default)]
     pub commits: BTreeMap<String, BTreeMap<i32, BTreeMap<String, String>>>,
+    /// The last generation handed out when these offsets were last altered or reset through
+    /// the offsets API (KIP-875), if ever. Tasks started later have higher generations, so a
+    /// sink that also keeps its offsets elsewhere (the JDBC sink's table, the HDFS sink's file
+    /// names) knows that what a generation up to this one wrote there predates the change: the
+    /// offsets here win (format 5).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub altered_at: Option<u64>,
 }
 
 impl Offsets {
     pub fn is_empty(&self) -> bool {
-        self.sink.is_empty() && self.source.is_empty() && self.commits.is_empty()
+        self.sink.is_empty()
+            && self.source.is_empty()
+            && self.commits.is_empty()
+            && self.altered_at.is_none()
     }
 
     /// The next offset recorded for a topic-partition.
@@ -484,15 +494,20 @@ pub enum Command {
         name: String,
         partitions: BTreeMap<u32, Vec<TopicPartitionRef>>,
     },
-    /// KIP-875: only while the connector is STOPPED.
+    /// KIP-875: only while the connector is STOPPED. With `supersede` (format 5), the change
+    /// is marked ([`Offsets::altered_at`]) so that it wins over offsets a sink keeps elsewhere.
     AlterOffsets {
         name: String,
         sink: Vec<SinkOffset>,
         source: Vec<SourceOffset>,
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        supersede: bool,
     },
-    /// KIP-875: only while the connector is STOPPED.
+    /// KIP-875: only while the connector is STOPPED; `supersede` as for `AlterOffsets`.
     ResetOffsets {
         name: String,
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        supersede: bool,
     },
 }
 
@@ -509,6 +524,12 @@ impl Command {
                 3
             }
             Command::Revoke { .. } | Command::Release { .. } => 4,
+            Command::AlterOffsets {
+                supersede: true, ..
+            }
+            | Command::ResetOffsets {
+                supersede: true, ..
+            } => 5,
             Command::SetFeatureLevel { .. } | Command::RestoreState { .. } => 2,
             Command::Unsupported { format, .. } => *format,
             _ => crate::format::BASE_FORMAT,
@@ -566,7 +587,7 @@ impl Command {
             | Command::CommitSinkRange { name, .. }
             | Command::SetSinkPartitions { name, .. }
             | Command::AlterOffsets { name, .. }
-            | Command::ResetOffsets { name } => Some(name),
+            | Command::ResetOffsets { name, .. } => Some(name),
         }
     }
 }
@@ -945,19 +966,35 @@ impl ClusterState {
             Command::SetSinkPartitions { name, partitions } => {
                 self.set_sink_partitions(name, partitions)
             }
-            Command::AlterOffsets { name, sink, source } => {
+            Command::AlterOffsets {
+                name,
+                sink,
+                source,
+                supersede,
+            } => {
                 self.require_stopped(name)?;
+                let generation = self.generation;
                 let stored = self.offsets.entry(name.clone()).or_default();
                 sink.iter().for_each(|o| stored.set_sink(o));
                 source.iter().for_each(|o| stored.set_source(o));
+                if *supersede {
+                    stored.altered_at = Some(generation);
+                }
                 if stored.is_empty() {
                     self.offsets.remove(name);
                 }
                 Ok(Outcome::Done)
             }
-            Command::ResetOffsets { name } => {
+            Command::ResetOffsets { name, supersede } => {
                 self.require_stopped(name)?;
                 self.offsets.remove(name);
+                if *supersede {
+                    let marked = Offsets {
+                        altered_at: Some(self.generation),
+                        ..Offsets::default()
+                    };
+                    self.offsets.insert(name.clone(), marked);
+                }
                 Ok(Outcome::Done)
             }
         }

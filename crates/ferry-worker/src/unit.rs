@@ -353,6 +353,17 @@ impl SinkCommitter for RaftCommitter {
             .unwrap_or_default();
         Ok(Some((next, payload)))
     }
+
+    /// Read locally: the alter happened while the connector was stopped, before the assignment
+    /// that started this task, which this node has applied.
+    async fn offsets_altered_at(&self) -> ferry_connect::Result<Option<u64>> {
+        let applied = self.ctx.node.state().read();
+        Ok(applied
+            .state
+            .offsets
+            .get(&self.ctx.name)
+            .and_then(|o| o.altered_at))
+    }
 }
 
 /// The key and value converters of a unit: those its connector config names, otherwise the

@@ -598,6 +598,7 @@ fn offsets_follow_kip_875() {
             partition: r#"{"file":"x"}"#.into(),
             offset: Some(r#"{"position":3}"#.into()),
         }],
+        supersede: true,
     };
     run(vec![
         Case {
@@ -652,6 +653,7 @@ fn offsets_follow_kip_875() {
                         offset: None,
                     }],
                     source: vec![],
+                    supersede: false,
                 },
             ],
             want: Ok(Outcome::Done),
@@ -661,21 +663,63 @@ fn offsets_follow_kip_875() {
             },
         },
         Case {
-            name: "reset while stopped",
+            name: "reset while stopped leaves only the mark of the change",
             commands: vec![
                 put("a", true, None),
                 target("a", TargetState::Stopped),
                 alter(),
-                Command::ResetOffsets { name: "a".into() },
+                Command::ResetOffsets {
+                    name: "a".into(),
+                    supersede: true,
+                },
+            ],
+            want: Ok(Outcome::Done),
+            check: |s| {
+                assert_eq!(
+                    s.offsets["a"],
+                    Offsets {
+                        altered_at: Some(s.generation),
+                        ..Offsets::default()
+                    }
+                )
+            },
+        },
+        Case {
+            name: "a reset of format 1 leaves nothing",
+            commands: vec![
+                put("a", true, None),
+                target("a", TargetState::Stopped),
+                alter(),
+                Command::ResetOffsets {
+                    name: "a".into(),
+                    supersede: false,
+                },
             ],
             want: Ok(Outcome::Done),
             check: |s| assert!(!s.offsets.contains_key("a")),
         },
         Case {
+            name: "an alter marks the generation it happened at",
+            commands: vec![
+                put("a", true, None),
+                assign("a", None, 1),
+                target("a", TargetState::Stopped),
+                alter(),
+            ],
+            want: Ok(Outcome::Done),
+            check: |s| {
+                assert!(s.generation > 0, "the put handed out generations");
+                assert_eq!(s.offsets["a"].altered_at, Some(s.generation));
+            },
+        },
+        Case {
             name: "reset while running is refused",
             commands: vec![
                 put("a", true, None),
-                Command::ResetOffsets { name: "a".into() },
+                Command::ResetOffsets {
+                    name: "a".into(),
+                    supersede: true,
+                },
             ],
             want: Err(Rejection::NotStopped {
                 name: "a".into(),
@@ -781,7 +825,10 @@ fn apply_is_deterministic() {
         assign("a", Some(1), 2),
         sink_commit("a", 0, 1, 3),
         target("a", TargetState::Stopped),
-        Command::ResetOffsets { name: "a".into() },
+        Command::ResetOffsets {
+            name: "a".into(),
+            supersede: true,
+        },
     ];
     let replay = || {
         let mut s = ClusterState::default();

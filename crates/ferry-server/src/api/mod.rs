@@ -564,6 +564,7 @@ impl Management for Api {
                 name: name.clone(),
                 sink,
                 source,
+                supersede: true,
             },
         )
         .await?;
@@ -596,7 +597,10 @@ impl Management for Api {
         }
         self.write(
             &req.request_id,
-            Command::ResetOffsets { name: name.clone() },
+            Command::ResetOffsets {
+                name: name.clone(),
+                supersede: true,
+            },
         )
         .await?;
         info!(connector = %name, "offsets reset");
