@@ -7,8 +7,8 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use ferry_tests::pipeline::{
-    alter_offsets, create, create_source, follower_running, sink_offsets, started, stop,
-    task_workers,
+    alter_offsets, create, create_source, follower_running, reset_offsets, sink_offsets, started,
+    stop, task_workers,
 };
 use ferry_tests::storage::check_tiling;
 use ferry_tests::{error_header, read_topic, say, wait_for, Kafka, Settings};
@@ -346,7 +346,7 @@ fn altered_and_reset_offsets_take_effect_on_the_hdfs_sink() {
     });
 
     stop(&cluster, leader, "hdfs");
-    let reset = cluster.json(leader, &["connectors", "offsets", "hdfs", "--reset"]);
+    let reset = reset_offsets(&cluster, leader, "hdfs");
     assert_eq!(reset["offsets"], serde_json::json!([]));
     cluster.cli(leader, &["connectors", "resume", "hdfs"]);
     // From the beginning: the same ranges again (same names, so the files stay as they are),

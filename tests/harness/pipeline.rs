@@ -168,8 +168,18 @@ pub fn stop(cluster: &Cluster, node: u64, name: &str) {
     });
 }
 
+/// Wait until the cluster runs at this build's feature level (raised by the leader once every
+/// member said it understands it), which marks offsets changed through the offsets API.
+pub fn at_feature_level(cluster: &Cluster, node: u64) {
+    wait_for("the cluster at this build's feature level", BOOT, || {
+        let status = cluster.status(node)?;
+        (status["feature_level"] == ferry_meta::format::FORMAT_VERSION).then_some(())
+    });
+}
+
 /// Alter a connector's offsets (KIP-875 JSON) through the CLI; the offsets it answers.
 pub fn alter_offsets(cluster: &Cluster, node: u64, name: &str, offsets: &str) -> serde_json::Value {
+    at_feature_level(cluster, node);
     let file = cluster.dir.path().join(format!("{name}-offsets.json"));
     std::fs::write(&file, offsets).expect("write the offsets");
     cluster.json(
@@ -182,4 +192,10 @@ pub fn alter_offsets(cluster: &Cluster, node: u64, name: &str, offsets: &str) ->
             &file.to_string_lossy(),
         ],
     )
+}
+
+/// Reset a connector's offsets through the CLI; the offsets it answers.
+pub fn reset_offsets(cluster: &Cluster, node: u64, name: &str) -> serde_json::Value {
+    at_feature_level(cluster, node);
+    cluster.json(node, &["connectors", "offsets", name, "--reset"])
 }

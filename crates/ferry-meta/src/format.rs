@@ -22,6 +22,10 @@ use std::sync::atomic::{AtomicU32, Ordering};
 /// `Offsets.altered_at`).
 pub const FORMAT_VERSION: u32 = 5;
 
+/// The format from which offsets changed through the offsets API are marked as winning over a
+/// sink's own (`supersede`); below it they are changed as before.
+pub const SUPERSEDING_OFFSETS: u32 = 5;
+
 /// The format of everything written before formats were recorded.
 pub const BASE_FORMAT: u32 = 1;
 

@@ -529,7 +529,7 @@ impl Command {
             }
             | Command::ResetOffsets {
                 supersede: true, ..
-            } => 5,
+            } => crate::format::SUPERSEDING_OFFSETS,
             Command::SetFeatureLevel { .. } | Command::RestoreState { .. } => 2,
             Command::Unsupported { format, .. } => *format,
             _ => crate::format::BASE_FORMAT,

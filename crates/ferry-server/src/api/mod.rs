@@ -103,6 +103,15 @@ impl Api {
         Ok(f(&self.node.state().read().state))
     }
 
+    /// Whether offsets changed through the offsets API are marked as winning over a sink's
+    /// own: once the cluster's feature level allows it (a new cluster raises its level within
+    /// its first heartbeats; until then, and in a cluster being upgraded, they are changed as
+    /// before).
+    async fn superseding_offsets(&self) -> ApiResult<bool> {
+        self.read(|s| s.feature_level() >= ferry_meta::format::SUPERSEDING_OFFSETS)
+            .await
+    }
+
     /// A linearizable read about one connector: `None` from `f` means it does not exist.
     async fn read_connector<T>(
         &self,
@@ -558,13 +567,14 @@ impl Management for Api {
         let name = require_name(&req.name)?.to_string();
         let kind = self.connector_kind(&name).await?;
         let (sink, source) = convert::parse_offsets(kind, &req.offsets)?;
+        let supersede = self.superseding_offsets().await?;
         self.write(
             &req.request_id,
             Command::AlterOffsets {
                 name: name.clone(),
                 sink,
                 source,
-                supersede: true,
+                supersede,
             },
         )
         .await?;
@@ -595,11 +605,12 @@ impl Management for Api {
                     .map_err(ApiError::Kafka)?;
             }
         }
+        let supersede = self.superseding_offsets().await?;
         self.write(
             &req.request_id,
             Command::ResetOffsets {
                 name: name.clone(),
-                supersede: true,
+                supersede,
             },
         )
         .await?;
