@@ -347,7 +347,12 @@ fn add_node_keeps_quorum_when_an_original_voter_dies_and_remove_node_leaves_a_he
 
 #[test]
 fn a_write_retried_after_its_node_died_is_applied_exactly_once() {
-    let (mut cluster, leader) = started(3, Settings::default());
+    // The API logs each write it takes (with its request id) at debug.
+    let settings = Settings {
+        log_filter: "info,openraft=warn,ferryd::api=debug".into(),
+        ..Settings::default()
+    };
+    let (mut cluster, leader) = started(3, settings);
     assert!(cluster.create_sink(leader, "cas").ok());
     let follower = follower_of(&cluster, leader);
     let third = (1..=3)
@@ -390,7 +395,16 @@ fn a_write_retried_after_its_node_died_is_applied_exactly_once() {
         .stderr(std::process::Stdio::null())
         .spawn()
         .expect("spawn ferry");
-    std::thread::sleep(Duration::from_millis(30));
+    wait_for(
+        "the follower taking the write",
+        Duration::from_secs(30),
+        || {
+            cluster
+                .log_text(follower)
+                .contains("req=retry-1")
+                .then_some(())
+        },
+    );
     cluster.kill9(follower);
     let _ = child.wait();
     // The client retries with the same request id through another node.

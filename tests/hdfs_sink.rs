@@ -16,7 +16,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use ferry_tests::hdfs::{Hadoop, Hdfs};
-use ferry_tests::pipeline::{create, follower_running, started, task_workers};
+use ferry_tests::pipeline::{create, follower_running, sink_offsets, started, task_workers};
 use ferry_tests::storage::check_tiling;
 use ferry_tests::{error_header, python, read_topic, say, wait_for, Kafka, Settings};
 use rdkafka::config::ClientConfig;
@@ -276,10 +276,21 @@ fn seed_000_config_writes_avro_into_real_hdfs_2_and_3_exactly_once_across_a_kill
         "the mark passed before the kill's recovery"
     );
     say(format!(
-        "waiting {} s for the scheduled rotation",
+        "the scheduled rotation comes in {} s: waiting for its commits",
         mark / 1000
     ));
-    std::thread::sleep(Duration::from_millis(mark));
+    // Every record's commit recorded in Raft (a rotation commits its files there, then renames
+    // them): then the files are read.
+    for target in &targets {
+        wait_for(
+            "every record's commit recorded",
+            Duration::from_millis(mark) + FLOW,
+            || {
+                let offsets = sink_offsets(&cluster, leader, target.name);
+                (offsets.values().sum::<i64>() >= RECORDS as i64).then_some(())
+            },
+        );
+    }
     for target in &targets {
         check_seed_000_files(target, &work.join(target.name));
     }
@@ -295,19 +306,12 @@ fn check_seed_000_files(target: &Target, work: &Path) {
     let hdfs = &target.hdfs;
     std::fs::create_dir_all(work).expect("a work directory");
     let mut round = 0;
-    let files = wait_for(
-        "every record in a committed file",
-        Duration::from_secs(TEN_MINUTES_MS / 1000 + 120),
-        || {
-            round += 1;
-            let files = committed(hdfs, TOPIC, "read_avro.py", work, round);
-            let n: usize = files.values().map(Vec::len).sum();
-            if n < RECORDS {
-                std::thread::sleep(Duration::from_secs(5));
-            }
-            (n >= RECORDS).then_some(files)
-        },
-    );
+    let files = wait_for("every record in a committed file", FLOW, || {
+        round += 1;
+        let files = committed(hdfs, TOPIC, "read_avro.py", work, round);
+        let n: usize = files.values().map(Vec::len).sum();
+        (n >= RECORDS).then_some(files)
+    });
     let ids: Vec<i64> = files
         .values()
         .flatten()
@@ -615,8 +619,18 @@ fn parquet_on_hdfs_dead_letters_what_has_no_row_and_rides_out_namenode_outages()
             .contains("consuming again from the task's last commit")
             .then_some(())
     });
+    // The outage lasts until a write is retried against it after the rewind.
+    let retries = || {
+        cluster
+            .log_text(leader)
+            .matches("retriable failure: retrying")
+            .count()
+    };
+    let after_rewind = retries();
+    wait_for("a write retried while the NameNode is down", FLOW, || {
+        (retries() > after_rewind).then_some(())
+    });
     assert_eq!(task_states(&cluster, leader), ["RUNNING", "RUNNING"]);
-    std::thread::sleep(Duration::from_secs(3));
     hdfs.start_namenode();
     let ids = order_rows(&hdfs, &work, &mut round, rows(800).len());
     assert_eq!(ids.len(), rows(800).len(), "each row once");

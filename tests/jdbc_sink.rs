@@ -608,13 +608,15 @@ fn a_task_starting_while_the_database_is_down_waits_for_it() {
     for id in 1..=3 {
         send(&producer, "orders", "k", Some(&order(id, "eu", None)));
     }
-    wait_for("the task retrying its start", FLOW, || {
+    // Six retries: past the five quick ones after which the task would have failed had
+    // errors.retry.timeout been left at 0.
+    wait_for("the task retrying its start a sixth time", FLOW, || {
         cluster
             .log_text(leader)
-            .contains("retriable failure: retrying")
+            .lines()
+            .any(|l| l.contains("retriable failure: retrying") && l.contains("attempt=6"))
             .then_some(())
     });
-    std::thread::sleep(Duration::from_secs(3));
     let states = task_workers(&cluster, leader, "late-db");
     assert!(
         states.iter().all(|(s, _)| s != "FAILED"),

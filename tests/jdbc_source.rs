@@ -218,7 +218,13 @@ fn each_mode_copies_its_rows_with_their_types_and_confluents_offsets() {
                 .expect("psql")
         })
     };
-    std::thread::sleep(Duration::from_millis(500));
+    // Once the late row's transaction has taken its timestamp and sleeps, a later row commits.
+    wait_for("the late transaction sleeping", FLOW, || {
+        (pg.try_psql("SELECT count(*) FROM pg_stat_activity WHERE wait_event = 'PgSleep'")?
+            .trim()
+            == "1")
+            .then_some(())
+    });
     pg.psql("INSERT INTO ts_t VALUES (101, now(), 'early');");
     assert!(late.join().expect("psql thread").status.success());
     let rows = wait_records(&kafka, "m_ts_t", 7);
@@ -350,8 +356,17 @@ fn each_mode_copies_its_rows_with_their_types_and_confluents_offsets() {
     // PostgreSQL goes away (immediate shutdown: every connection dropped) and comes back:
     // the tasks log it, query again, and go on from their last row — nothing skipped or
     // repeated, no task failed.
+    let failed_reads = || {
+        cluster
+            .log_text(leader)
+            .matches("reading failed; trying again")
+            .count()
+    };
+    let before = failed_reads();
     pg.stop_server();
-    std::thread::sleep(Duration::from_secs(2));
+    wait_for("the tasks meeting the outage", FLOW, || {
+        (failed_reads() > before).then_some(())
+    });
     pg.start_server();
     pg.psql("INSERT INTO inc_t (day) VALUES ('2031-01-01'), ('2032-01-01');");
     let rows = wait_records(&kafka, "m_inc_t", 10);
@@ -374,12 +389,6 @@ fn each_mode_copies_its_rows_with_their_types_and_confluents_offsets() {
             "{name}: {states:?}"
         );
     }
-    assert!(
-        cluster
-            .log_text(leader)
-            .contains("reading failed; trying again"),
-        "the lost connection is logged"
-    );
     say("JDBC SOURCE MODES: incrementing, timestamp, timestamp+incrementing, bulk, query, a table created later, a database restart");
 }
 

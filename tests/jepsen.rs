@@ -8,7 +8,7 @@ use ferry_tests::jepsen::client::{spawn_config_clients, ClientPlan, History};
 use ferry_tests::jepsen::linearizable::{check, ConfigRegister};
 use ferry_tests::jepsen::nemesis::Nemesis;
 use ferry_tests::jepsen::scenario::{run, Scenario, Sink};
-use ferry_tests::{say, Cluster, Settings};
+use ferry_tests::{say, wait_for, Cluster, Settings};
 
 #[test]
 fn concurrent_config_clients_see_a_linearizable_history_through_a_leader_kill() {
@@ -33,7 +33,15 @@ fn concurrent_config_clients_see_a_linearizable_history_through_a_leader_kill() 
         hold: Default::default(),
     };
     let clients = spawn_config_clients(&runtime, 5, &plan, &history);
-    std::thread::sleep(Duration::from_secs(4));
+    // The kill comes once the clients are well under way.
+    wait_for(
+        "operations before the kill",
+        Duration::from_secs(30),
+        || {
+            let done = history.lock().unwrap_or_else(|p| p.into_inner()).len();
+            (done >= 40).then_some(())
+        },
+    );
     cluster.kill9(leader);
     for c in clients {
         runtime.block_on(c).expect("client task");

@@ -705,9 +705,25 @@ fn a_failing_task_shows_failed_with_its_trace_and_recovers_through_the_api() {
     );
 
     // Deleting the connector stops its tasks: new lines are not written any more.
+    let tasks = task_workers(&cluster, leader, "sink").len();
+    let stopped = || -> usize {
+        (1..=3)
+            .map(|id| {
+                cluster
+                    .log_text(id)
+                    .lines()
+                    .filter(|l| {
+                        l.contains("unit stopped") && l.contains("connector=sink task=Some")
+                    })
+                    .count()
+            })
+            .sum()
+    };
+    let stopped_before = stopped();
     cluster.cli(leader, &["connectors", "delete", "sink"]);
-    // (No API shows a worker's running units yet: the tasks get 2 s to stop.)
-    std::thread::sleep(Duration::from_secs(2));
+    wait_for("every sink task stopped", FLOW, || {
+        (stopped() >= stopped_before + tasks).then_some(())
+    });
     let before = lines_in_work_dirs(&cluster, "sink.out").len();
     Writer::start(input.clone(), 500, 200, 200).finish();
     let all: BTreeSet<String> = (0..700).map(|i| format!("line-{i:05}")).collect();

@@ -301,7 +301,18 @@ fn seed_003_source_to_sink_with_its_dlq_a_third_worker_and_a_kill_9_exactly_once
             batches
         })
     };
-    std::thread::sleep(Duration::from_secs(3));
+    // The destination grows while rows are inserted: the kill comes while rows flow.
+    let written = || -> usize {
+        rows(&pg, "SELECT count(*) FROM dst_table01")
+            .first()
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(0)
+    };
+    let grows = |what: &str| {
+        let from = written();
+        wait_for(what, FLOW, || (written() >= from + 20).then_some(()));
+    };
+    grows("inserted rows reaching the destination");
     // The victim: the follower running the most sink tasks, one without a source task if
     // there is one — sources are at-least-once (DESIGN.md): a source task killed between a
     // delivery and its offset commit sends those rows again, which the seed's plain inserts
@@ -340,7 +351,7 @@ fn seed_003_source_to_sink_with_its_dlq_a_third_worker_and_a_kill_9_exactly_once
         "FAIL-OVER: the killed worker's units ran elsewhere {} ms after the kill -9",
         moved.as_millis()
     ));
-    std::thread::sleep(Duration::from_secs(3));
+    grows("rows inserted after the fail-over reaching the destination");
     inserting.store(false, Ordering::Relaxed);
     let batches = writer.join().expect("the writer");
 

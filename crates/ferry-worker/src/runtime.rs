@@ -270,8 +270,10 @@ impl Runtime {
                 running.stop.send_replace(true);
                 let finished = self.finished.0.clone();
                 let handle = running.handle;
+                let (name, task) = key.clone();
                 let handle = tokio::spawn(async move {
                     let _ = handle.await;
+                    info!(connector = %name, task = ?task, generation, "unit stopped");
                     let _ = finished.send(());
                 });
                 self.stopping.insert(
