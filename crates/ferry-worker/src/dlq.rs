@@ -70,6 +70,21 @@ async fn exists(producer: &FutureProducer, topic: &str) -> bool {
     .unwrap_or(false)
 }
 
+/// Where a task's failed records go: Kafka's DLQ topic ([`DeadLetters`]), or a fake in the
+/// loops' tests.
+#[async_trait::async_trait]
+pub trait DeadLetterQueue: Send + Sync {
+    /// Send a record that failed (without waiting for its delivery).
+    fn send(
+        &self,
+        original: &Original,
+        ctx: &FailureContext,
+        error: &ConnectError,
+    ) -> Result<(), ConnectError>;
+    /// Wait until every record sent is in the queue.
+    async fn flush(&self) -> Result<(), ConnectError>;
+}
+
 pub struct DeadLetters {
     topic: String,
     context_headers: bool,
@@ -112,9 +127,12 @@ impl DeadLetters {
             in_flight: Mutex::new(Vec::new()),
         }))
     }
+}
 
+#[async_trait::async_trait]
+impl DeadLetterQueue for DeadLetters {
     /// Send a record that failed, with its own headers and then the context headers.
-    pub fn send(
+    fn send(
         &self,
         original: &Original,
         ctx: &FailureContext,
@@ -161,7 +179,7 @@ impl DeadLetters {
 
     /// Wait until every record sent is in the DLQ; an undelivered one fails the task (its
     /// offset was not committed, so it is consumed again).
-    pub async fn flush(&self) -> Result<(), ConnectError> {
+    async fn flush(&self) -> Result<(), ConnectError> {
         let pending: Vec<DeliveryFuture> =
             std::mem::take(&mut *self.in_flight.lock().unwrap_or_else(|p| p.into_inner()));
         for delivery in pending {

@@ -8,6 +8,7 @@ mod connector;
 mod dlq;
 pub mod kafka;
 pub mod lease;
+mod pipeline;
 mod report;
 mod retry;
 pub mod runtime;

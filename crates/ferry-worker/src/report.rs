@@ -13,7 +13,7 @@ use ferry_connect::task::ErrantRecordReporter;
 use ferry_connect::{ConnectError, SinkRecord, Stage};
 use tracing::warn;
 
-use crate::dlq::{DeadLetters, Original};
+use crate::dlq::{DeadLetterQueue, DeadLetters, Original};
 
 /// A record's place in Kafka: topic, partition, offset.
 pub type Position = (String, i32, i64);
@@ -25,7 +25,7 @@ pub struct Reporter {
     /// The class named for failures in `put`.
     task_class: String,
     errors: ErrorSettings,
-    dead_letters: Option<DeadLetters>,
+    dead_letters: Option<Box<dyn DeadLetterQueue>>,
     batch: Mutex<Held>,
 }
 
@@ -66,7 +66,7 @@ impl Reporter {
         task: u32,
         task_class: String,
         errors: ErrorSettings,
-        dead_letters: Option<DeadLetters>,
+        dead_letters: Option<Box<dyn DeadLetterQueue>>,
     ) -> Self {
         Reporter {
             unit,
@@ -79,7 +79,7 @@ impl Reporter {
         }
     }
 
-    /// The error settings of a unit's connector and its reporter (with the DLQ it names).
+    /// The reporter of a unit, with its connector's error settings and the DLQ they name.
     ///
     /// A unit that will see no record (a sink task that owns no partition) opens no dead
     /// letter queue producer: it has nothing to report, and idle tasks open no Kafka client.
@@ -87,22 +87,28 @@ impl Reporter {
         ctx: &crate::unit::UnitCtx,
         kafka: &crate::kafka::KafkaSettings,
         sees_records: bool,
-    ) -> Result<(ErrorSettings, Reporter), ConnectError> {
+    ) -> Result<Reporter, ConnectError> {
         let errors = ErrorSettings::from_config(&ctx.connector_config)?;
         let dead_letters = if sees_records {
-            DeadLetters::open(&errors, ctx, kafka).await?
+            DeadLetters::open(&errors, ctx, kafka)
+                .await?
+                .map(|d| Box::new(d) as Box<dyn DeadLetterQueue>)
         } else {
             None
         };
-        let reporter = Reporter::new(
+        Ok(Reporter::new(
             ctx.label(),
             ctx.name.clone(),
             ctx.task.unwrap_or_default(),
             ctx.plugin.class.to_string(),
-            errors.clone(),
+            errors,
             dead_letters,
-        );
-        Ok((errors, reporter))
+        ))
+    }
+
+    /// The error settings it reports by.
+    pub fn settings(&self) -> &ErrorSettings {
+        &self.errors
     }
 
     /// Whether failures are tolerated, so that a record's bytes must be kept for its report.

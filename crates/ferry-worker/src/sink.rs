@@ -4,31 +4,27 @@
 //! committed with the task's generation, so a stale run is fenced.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
+use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use ferry_connect::plugin::TaskFactory;
 use ferry_connect::task::{Rewinds, SinkTaskContext};
-use ferry_connect::{ConnectError, Converter, Header, SinkRecord, SinkTask, TopicPartition};
+use ferry_connect::{ConnectError, SinkRecord, SinkTask, TopicPartition};
 use ferry_meta::state::{Command, SinkOffset, TargetState};
 use futures::FutureExt;
 use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer, StreamConsumer};
-use rdkafka::message::{BorrowedMessage, Headers, Message};
+use rdkafka::error::KafkaResult;
+use rdkafka::message::{BorrowedMessage, Message};
 use rdkafka::{Offset, TopicPartitionList};
 use tokio::sync::watch;
 use tracing::{debug, info, instrument, warn};
 
 use crate::dlq::Original;
-use crate::report::{Held, Reporter};
+use crate::pipeline::Pipeline;
+use crate::report::Held;
 use crate::retry::Retry;
-use crate::unit::{
-    converter_classes, converters, header_converter, lifecycle, started, stopped, Failure,
-    RaftCommitter, UnitCtx,
-};
-use ferry_connect::converter::HeaderConverter;
-use ferry_connect::errors::ErrorSettings;
-use ferry_connect::transform::{Applied, Chain};
-use ferry_connect::Stage;
+use crate::unit::{lifecycle, started, stopped, Control, Failure, RaftCommitter, UnitCtx};
 
 /// Most records handed to one `put` (Kafka Connect's `max.poll.records` default).
 const MAX_BATCH: usize = 500;
@@ -42,20 +38,80 @@ struct Batch {
     held: Held,
 }
 
-struct SinkLoop {
-    ctx: UnitCtx,
+/// The consumer of a sink task, as its loop uses it: Kafka's (a `StreamConsumer` assigned the
+/// task's partitions), or a fake in the loop's tests.
+pub trait SinkConsumer: Send + Sync {
+    type Message<'a>: Message + Send
+    where
+        Self: 'a;
+    /// The next message, waiting for one.
+    fn recv(&self) -> impl Future<Output = KafkaResult<Self::Message<'_>>> + Send;
+    /// Consume a partition again from `offset`.
+    fn seek(&self, tp: &TopicPartition, offset: i64) -> KafkaResult<()>;
+    /// Commit offsets to the consumer group (for monitoring; Raft has them), without waiting.
+    fn commit_group(&self, offsets: &HashMap<TopicPartition, i64>) -> KafkaResult<()>;
+}
+
+impl SinkConsumer for StreamConsumer {
+    type Message<'a> = BorrowedMessage<'a>;
+
+    fn recv(&self) -> impl Future<Output = KafkaResult<BorrowedMessage<'_>>> + Send {
+        StreamConsumer::recv(self)
+    }
+
+    fn seek(&self, tp: &TopicPartition, offset: i64) -> KafkaResult<()> {
+        Consumer::seek(
+            self,
+            &tp.topic,
+            tp.partition,
+            Offset::Offset(offset),
+            Duration::from_secs(10),
+        )
+    }
+
+    fn commit_group(&self, offsets: &HashMap<TopicPartition, i64>) -> KafkaResult<()> {
+        let mut tpl = TopicPartitionList::new();
+        for (tp, o) in offsets {
+            tpl.add_partition_offset(&tp.topic, tp.partition, Offset::Offset(*o))?;
+        }
+        Consumer::commit(self, &tpl, CommitMode::Async)
+    }
+}
+
+/// What a sink loop knows of its unit.
+#[derive(Clone, Debug)]
+pub struct LoopUnit {
+    pub label: String,
+    pub name: String,
+    pub task: u32,
+    pub generation: u64,
+    /// Kafka Connect's `offset.flush.interval.ms`.
+    pub flush_interval: Duration,
+    /// Whether offsets are also committed to the `connect-<name>` group.
+    pub commit_group: bool,
+}
+
+impl LoopUnit {
+    fn of(ctx: &UnitCtx) -> LoopUnit {
+        LoopUnit {
+            label: ctx.label(),
+            name: ctx.name.clone(),
+            task: ctx.task.unwrap_or_default(),
+            generation: ctx.generation,
+            flush_interval: ctx.settings.offset_flush_interval,
+            commit_group: ctx.settings.commit_consumer_group,
+        }
+    }
+}
+
+pub struct SinkLoop<C: SinkConsumer, P: Control> {
+    unit: LoopUnit,
+    control: P,
     task: Box<dyn SinkTask>,
     /// `None` while the task owns no partition: an idle task opens no Kafka client.
-    consumer: Option<StreamConsumer>,
-    key: Box<dyn Converter>,
-    value: Box<dyn Converter>,
-    headers: Box<dyn HeaderConverter>,
-    transforms: Chain,
-    errors: ErrorSettings,
-    reporter: Arc<Reporter>,
+    consumer: Option<C>,
+    pipeline: Pipeline,
     stop: watch::Receiver<bool>,
-    /// The converter classes, for error reports: key, value, header.
-    classes: [String; 3],
     /// Next offset to consume, per partition, as far as `put` has gone.
     next: HashMap<TopicPartition, i64>,
     committed: HashMap<TopicPartition, i64>,
@@ -87,7 +143,7 @@ fn recovers_by_itself(e: &rdkafka::error::KafkaError) -> bool {
     }
 }
 
-impl SinkLoop {
+impl SinkLoop<StreamConsumer, UnitCtx> {
     async fn start(ctx: UnitCtx, stop: watch::Receiver<bool>) -> Result<Self, Failure> {
         let TaskFactory::Sink(factory) = ctx.plugin.tasks else {
             return Err(ConnectError::fatal(format!(
@@ -97,19 +153,13 @@ impl SinkLoop {
             .into());
         };
         let kafka = ctx.kafka()?;
-        let (key, value) = converters(&ctx)?;
-        let headers = header_converter(&ctx)?;
-        let transforms = Chain::from_config(&ctx.connector_config)?;
-        let (errors, reporter) =
-            Reporter::of_unit(&ctx, &kafka, !ctx.partitions.is_empty()).await?;
-        let reporter = Arc::new(reporter);
-        let classes = converter_classes(&ctx);
+        let pipeline = Pipeline::of_unit(&ctx, &kafka, !ctx.partitions.is_empty()).await?;
         let rewinds = Arc::new(Rewinds::default());
         let context = SinkTaskContext {
             connector: ctx.name.clone(),
             task: ctx.task.unwrap_or_default(),
             generation: ctx.generation,
-            reporter: Some(reporter.clone()),
+            reporter: Some(pipeline.reporter.clone()),
             committer: Arc::new(RaftCommitter::new(ctx.clone())),
             rewinds: rewinds.clone(),
             clock: ctx.settings.clock,
@@ -142,93 +192,73 @@ impl SinkLoop {
             .iter()
             .filter_map(|tp| committed.get(tp).map(|o| (tp.clone(), *o)))
             .collect();
-        Ok(SinkLoop {
+        let from: HashMap<TopicPartition, i64> = partitions
+            .iter()
+            .filter_map(|tp| from.get(tp).map(|o| (tp.clone(), *o)))
+            .collect();
+        Ok(SinkLoop::new(
+            LoopUnit::of(&ctx),
             ctx,
             task,
             consumer,
-            key,
-            value,
-            headers,
-            transforms,
-            errors,
-            reporter,
+            pipeline,
             stop,
-            classes,
-            next: partitions
-                .iter()
-                .filter_map(|tp| from.get(tp).map(|o| (tp.clone(), *o)))
-                .collect(),
+            from,
             committed,
             rewinds,
-        })
+        ))
     }
+}
 
-    /// A consumed message as a record; a failure says in which stage and which class.
-    fn record(
-        &self,
-        msg: &BorrowedMessage<'_>,
-    ) -> Result<SinkRecord, (Stage, String, ConnectError)> {
-        let topic = msg.topic();
-        let [key_class, value_class, header_class] = &self.classes;
-        let key = self
-            .key
-            .decode(topic, msg.key())
-            .map_err(|e| (Stage::KeyConverter, key_class.clone(), e))?;
-        let value = self
-            .value
-            .decode(topic, msg.payload())
-            .map_err(|e| (Stage::ValueConverter, value_class.clone(), e))?;
-        let mut headers = Vec::new();
-        for h in msg.headers().iter().flat_map(|hs| hs.iter()) {
-            let sv = self
-                .headers
-                .decode(topic, h.key, h.value)
-                .map_err(|e| (Stage::HeaderConverter, header_class.clone(), e))?;
-            headers.push(Header {
-                key: h.key.to_string(),
-                schema: sv.schema,
-                value: sv.value,
-            });
+impl<C: SinkConsumer, P: Control> SinkLoop<C, P> {
+    /// A loop consuming from `from` (next offset per partition), with `committed` the offsets
+    /// in Raft; `rewinds` is the task's (in its context).
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        unit: LoopUnit,
+        control: P,
+        task: Box<dyn SinkTask>,
+        consumer: Option<C>,
+        pipeline: Pipeline,
+        stop: watch::Receiver<bool>,
+        from: HashMap<TopicPartition, i64>,
+        committed: HashMap<TopicPartition, i64>,
+        rewinds: Arc<Rewinds>,
+    ) -> Self {
+        SinkLoop {
+            unit,
+            control,
+            task,
+            consumer,
+            pipeline,
+            stop,
+            next: from,
+            committed,
+            rewinds,
         }
-        Ok(SinkRecord {
-            topic: topic.to_string(),
-            partition: msg.partition(),
-            offset: msg.offset(),
-            timestamp: msg.timestamp().to_millis(),
-            key_schema: key.schema,
-            key: key.value,
-            value_schema: value.schema,
-            value: value.value,
-            headers,
-        })
     }
 
     /// Convert and transform a consumed message: the record for `put`, unless a transform
     /// dropped it.
-    fn take(&self, msg: &BorrowedMessage<'_>, batch: &mut Batch) -> Result<(), Failure> {
+    fn take(&self, msg: &impl Message, batch: &mut Batch) -> Result<(), Failure> {
         let consumed = (msg.topic().to_string(), msg.partition(), msg.offset());
         batch.consumed.push((
             TopicPartition::new(msg.topic(), msg.partition()),
             msg.offset(),
         ));
-        let transformed =
-            self.record(msg)
-                .and_then(|mut record| match self.transforms.run(&mut record) {
-                    Ok(applied) => Ok((applied, record)),
-                    Err((class, e)) => Err((Stage::Transformation, class.to_string(), e)),
-                });
-        match transformed {
-            Ok((Applied::Keep, record)) => {
-                if self.reporter.tolerates() {
+        let reporter = &self.pipeline.reporter;
+        match self.pipeline.sink_record(msg) {
+            Ok(Some(record)) => {
+                if reporter.tolerates() {
                     let seen = (record.topic.clone(), record.partition, record.offset);
                     batch.held.hold(seen, consumed, Original::of(msg));
                 }
                 batch.records.push(record);
             }
-            Ok((Applied::Drop, _)) => {}
+            Ok(None) => {}
             Err((stage, class, error)) => {
-                let ctx = self.reporter.context(consumed, stage, class);
-                self.reporter.tolerate(&ctx, &Original::of(msg), error)?;
+                let ctx = reporter.context(consumed, stage, class);
+                reporter.tolerate(&ctx, &Original::of(msg), error)?;
             }
         }
         Ok(())
@@ -241,12 +271,12 @@ impl SinkLoop {
         let mut rewound = HashSet::new();
         if !batch.records.is_empty() {
             // The lease may have lapsed while the batch was taken.
-            self.ctx.resumed().await?;
-            self.reporter.begin(batch.held);
+            self.control.resumed().await?;
+            self.pipeline.reporter.begin(batch.held);
             let put = self.put_records(batch.records, &mut rewound).await;
             // A record reported under errors.tolerance=none fails the task even if the task
             // carried on.
-            if let Some(fatal) = self.reporter.end() {
+            if let Some(fatal) = self.pipeline.reporter.end() {
                 return Err(fatal.into());
             }
             put?;
@@ -267,7 +297,7 @@ impl SinkLoop {
         mut records: Vec<SinkRecord>,
         rewound: &mut HashSet<TopicPartition>,
     ) -> Result<(), Failure> {
-        let errors = self.errors.clone();
+        let errors = self.pipeline.errors.clone();
         let mut retry = Retry::new(&errors, "put");
         loop {
             let put = self.task.put(&records).await;
@@ -278,7 +308,7 @@ impl SinkLoop {
             }
             match put {
                 Ok(()) => return Ok(()),
-                Err(e) => retry.after(e, &mut self.stop, &self.ctx.label()).await?,
+                Err(e) => retry.after(e, &mut self.stop, &self.unit.label).await?,
             }
             if records.is_empty() {
                 return Ok(());
@@ -288,14 +318,14 @@ impl SinkLoop {
 
     /// The task's time-based work, retried as `put` is.
     async fn tick(&mut self) -> Result<(), Failure> {
-        let errors = self.errors.clone();
+        let errors = self.pipeline.errors.clone();
         let mut retry = Retry::new(&errors, "tick");
         loop {
             let tick = self.task.tick().await;
             self.rewind()?;
             match tick {
                 Ok(()) => return Ok(()),
-                Err(e) => retry.after(e, &mut self.stop, &self.ctx.label()).await?,
+                Err(e) => retry.after(e, &mut self.stop, &self.unit.label).await?,
             }
         }
     }
@@ -309,15 +339,10 @@ impl SinkLoop {
         };
         for (tp, offset) in &asked {
             consumer
-                .seek(
-                    &tp.topic,
-                    tp.partition,
-                    Offset::Offset(*offset),
-                    Duration::from_secs(10),
-                )
+                .seek(tp, *offset)
                 .map_err(|e| kafka_error(&format!("seek {tp} to offset {offset}"), e))?;
             self.next.insert(tp.clone(), *offset);
-            info!(task = %self.ctx.label(), partition = %tp, offset, "consuming again from the task's last commit");
+            info!(task = %self.unit.label, partition = %tp, offset, "consuming again from the task's last commit");
         }
         Ok(asked.into_keys().collect())
     }
@@ -328,12 +353,13 @@ impl SinkLoop {
             return Ok(());
         }
         // The records skipped since the last commit are in the DLQ before their offsets move.
-        self.reporter.flush().await?;
-        let mut retry = Retry::new(&self.errors, "flush");
+        self.pipeline.reporter.flush().await?;
+        let errors = self.pipeline.errors.clone();
+        let mut retry = Retry::new(&errors, "flush");
         let allowed = loop {
             match self.task.pre_commit(&self.next).await {
                 Ok(allowed) => break allowed,
-                Err(e) => retry.after(e, &mut self.stop, &self.ctx.label()).await?,
+                Err(e) => retry.after(e, &mut self.stop, &self.unit.label).await?,
             }
         };
         let offsets: Vec<SinkOffset> = allowed
@@ -348,25 +374,17 @@ impl SinkLoop {
         if offsets.is_empty() {
             return Ok(());
         }
-        self.ctx
+        self.control
             .commit(Command::CommitSinkOffsets {
-                name: self.ctx.name.clone(),
-                task: self.ctx.task.unwrap_or_default(),
-                generation: self.ctx.generation,
+                name: self.unit.name.clone(),
+                task: self.unit.task,
+                generation: self.unit.generation,
                 offsets,
             })
             .await?;
-        debug!(task = %self.ctx.label(), partitions = allowed.len(), "offsets committed");
-        if let Some(consumer) = self
-            .consumer
-            .as_ref()
-            .filter(|_| self.ctx.settings.commit_consumer_group)
-        {
-            let mut tpl = TopicPartitionList::new();
-            for (tp, o) in &allowed {
-                let _ = tpl.add_partition_offset(&tp.topic, tp.partition, Offset::Offset(*o));
-            }
-            if let Err(e) = consumer.commit(&tpl, CommitMode::Async) {
+        debug!(task = %self.unit.label, partitions = allowed.len(), "offsets committed");
+        if let Some(consumer) = self.consumer.as_ref().filter(|_| self.unit.commit_group) {
+            if let Err(e) = consumer.commit_group(&allowed) {
                 debug!(error = %e, "consumer-group commit failed (Raft has the offsets)");
             }
         }
@@ -379,7 +397,7 @@ impl SinkLoop {
         control: &mut watch::Receiver<TargetState>,
         stop: &mut watch::Receiver<bool>,
     ) -> Result<(), Failure> {
-        let mut flush = tokio::time::interval(self.ctx.settings.offset_flush_interval);
+        let mut flush = tokio::time::interval(self.unit.flush_interval);
         flush.tick().await;
         let mut clock = tokio::time::interval(Duration::from_secs(1));
         clock.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -391,10 +409,10 @@ impl SinkLoop {
             }
             // Frozen while the lease is lapsed: nothing consumed, written or committed, and
             // everything kept (consumer position, open files) for when it is held again.
-            self.ctx.resumed().await?;
+            self.control.resumed().await?;
             let target = *control.borrow_and_update();
             if reported != Some(target) {
-                debug!(task = %self.ctx.label(), target = target.as_str(), "target state");
+                debug!(task = %self.unit.label, target = target.as_str(), "target state");
                 // Paused: the loop stops taking records (librdkafka's own pause() makes the
                 // consumer's close hang later, so it is not used).
                 match target {
@@ -402,42 +420,65 @@ impl SinkLoop {
                     TargetState::Running => paused = false,
                     TargetState::Stopped => return Ok(()),
                 }
-                self.ctx.report_target(target).await?;
+                self.control.report_target(target).await?;
                 reported = Some(target);
             }
-            tokio::select! {
-                _ = stopped(stop) => return Ok(()),
-                changed = control.changed() => if changed.is_err() { return Ok(()) },
-                _ = flush.tick() => self.commit().await?,
-                _ = clock.tick() => self.tick().await?,
-                first = next_message(self.consumer.as_ref()), if !paused => {
-                    let first = match first {
-                        Ok(first) => first,
-                        Err(e) if recovers_by_itself(&e) => {
-                            warn!(task = %self.ctx.label(), error = %e, "the consumer reports a transient error; it retries by itself");
-                            continue;
-                        }
-                        Err(e) => return Err(kafka_error("consume", e).into()),
-                    };
-                    let mut batch = Batch::default();
-                    self.take(&first, &mut batch)?;
-                    drop(first);
-                    while batch.consumed.len() < MAX_BATCH {
-                        let Some(next) = next_message(self.consumer.as_ref()).now_or_never() else { break };
-                        match next {
-                            Ok(next) => self.take(&next, &mut batch)?,
-                            Err(e) if recovers_by_itself(&e) => {
-                                warn!(task = %self.ctx.label(), error = %e, "the consumer reports a transient error; it retries by itself");
-                                break;
-                            }
-                            Err(e) => return Err(kafka_error("consume", e).into()),
-                        }
-                    }
-                    self.put(batch).await?;
-                }
+            let woke = tokio::select! {
+                _ = stopped(stop) => Woke::Stop,
+                changed = control.changed() => Woke::Control(changed.is_ok()),
+                _ = flush.tick() => Woke::Flush,
+                _ = clock.tick() => Woke::Tick,
+                first = next_message(self.consumer.as_ref()), if !paused => Woke::Records(self.batch(first)?),
+            };
+            match woke {
+                Woke::Stop | Woke::Control(false) => return Ok(()),
+                Woke::Control(true) | Woke::Records(None) => {}
+                Woke::Flush => self.commit().await?,
+                Woke::Tick => self.tick().await?,
+                Woke::Records(Some(batch)) => self.put(*batch).await?,
             }
         }
     }
+
+    /// The batch a first message starts, with what else the consumer has ready (up to
+    /// `MAX_BATCH`); `None` when the consumer reported an error it recovers from by itself.
+    fn batch<M: Message>(&self, first: KafkaResult<M>) -> Result<Option<Box<Batch>>, Failure> {
+        let first = match first {
+            Ok(first) => first,
+            Err(e) if recovers_by_itself(&e) => {
+                warn!(task = %self.unit.label, error = %e, "the consumer reports a transient error; it retries by itself");
+                return Ok(None);
+            }
+            Err(e) => return Err(kafka_error("consume", e).into()),
+        };
+        let mut batch = Batch::default();
+        self.take(&first, &mut batch)?;
+        drop(first);
+        while batch.consumed.len() < MAX_BATCH {
+            let Some(next) = next_message(self.consumer.as_ref()).now_or_never() else {
+                break;
+            };
+            match next {
+                Ok(next) => self.take(&next, &mut batch)?,
+                Err(e) if recovers_by_itself(&e) => {
+                    warn!(task = %self.unit.label, error = %e, "the consumer reports a transient error; it retries by itself");
+                    break;
+                }
+                Err(e) => return Err(kafka_error("consume", e).into()),
+            }
+        }
+        Ok(Some(Box::new(batch)))
+    }
+}
+
+/// What woke a sink loop.
+enum Woke {
+    Stop,
+    /// The target state changed (`false`: its sender is gone).
+    Control(bool),
+    Flush,
+    Tick,
+    Records(Option<Box<Batch>>),
 }
 
 /// How long a starting task keeps asking for its group's committed offsets (a broker may be
@@ -550,9 +591,7 @@ async fn group_offsets(
 }
 
 /// The next message of the consumer; without one (no partition), never.
-async fn next_message(
-    consumer: Option<&StreamConsumer>,
-) -> rdkafka::error::KafkaResult<BorrowedMessage<'_>> {
+async fn next_message<C: SinkConsumer>(consumer: Option<&C>) -> KafkaResult<C::Message<'_>> {
     match consumer {
         Some(consumer) => consumer.recv().await,
         None => std::future::pending().await,
@@ -603,3 +642,6 @@ pub async fn run(ctx: UnitCtx, control: watch::Receiver<TargetState>, stop: watc
     lifecycle(ctx, control, stop, session).await;
     debug!("sink task finished");
 }
+
+#[cfg(test)]
+mod tests;

@@ -10,12 +10,11 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use ferry_connect::errors::ErrorSettings;
 use ferry_connect::plugin::TaskFactory;
 use ferry_connect::record::source_map_json;
 use ferry_connect::task::SourceTaskContext;
 use ferry_connect::topic_creation::TopicCreation;
-use ferry_connect::{ConnectError, Converter, SourceRecord, SourceTask, Stage, Value};
+use ferry_connect::{ConnectError, SourceRecord, SourceTask, Stage};
 use ferry_meta::state::{Command, SourceOffset, TargetState};
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::message::{Header as KafkaHeader, OwnedHeaders};
@@ -25,23 +24,15 @@ use tracing::{debug, info, instrument};
 
 use crate::admin::SourceTopics;
 use crate::dlq::Original;
-use crate::report::Reporter;
+use crate::pipeline::Pipeline;
 use crate::retry::Retry;
-use crate::unit::{
-    converter_classes, converters, header_converter, lifecycle, started, stopped,
-    CommittedSourceOffsets, Failure, UnitCtx,
-};
-use ferry_connect::converter::HeaderConverter;
-use ferry_connect::transform::{Applied, Chain};
+use crate::unit::{lifecycle, started, stopped, CommittedSourceOffsets, Failure, UnitCtx};
 
 /// The class named for a record that could not be delivered.
 const PRODUCER_CLASS: &str = "org.apache.kafka.clients.producer.KafkaProducer";
 
 /// A source record's partition and offset, as JSON texts.
 type Position = (String, String);
-
-/// Where a record failed: stage, class, error.
-type Failed = (Stage, String, ConnectError);
 
 /// In-flight records before the loop waits for deliveries.
 const MAX_IN_FLIGHT: usize = 50_000;
@@ -50,15 +41,8 @@ struct SourceLoop {
     ctx: UnitCtx,
     task: Box<dyn SourceTask>,
     producer: FutureProducer,
-    key: Box<dyn Converter>,
-    value: Box<dyn Converter>,
-    headers: Box<dyn HeaderConverter>,
-    transforms: Chain,
-    errors: ErrorSettings,
-    reporter: Reporter,
+    pipeline: Pipeline,
     stop: watch::Receiver<bool>,
-    /// The converter classes, for error reports: key, value, header.
-    classes: [String; 3],
     /// Creates the topics it writes to before their first record (KIP-158), if configured.
     topics: Option<SourceTopics>,
     in_flight: Vec<(DeliveryFuture, Position)>,
@@ -77,11 +61,7 @@ impl SourceLoop {
             .into());
         };
         let kafka = ctx.kafka()?;
-        let (key, value) = converters(&ctx)?;
-        let headers = header_converter(&ctx)?;
-        let transforms = Chain::from_config(&ctx.connector_config)?;
-        let (errors, reporter) = Reporter::of_unit(&ctx, &kafka, true).await?;
-        let classes = converter_classes(&ctx);
+        let pipeline = Pipeline::of_unit(&ctx, &kafka, true).await?;
         let config = crate::clients::for_unit(&kafka, crate::clients::Role::Producer, &ctx)?;
         let producer: FutureProducer = config
             .create()
@@ -112,14 +92,8 @@ impl SourceLoop {
             task,
             producer,
             topics,
-            key,
-            value,
-            headers,
-            transforms,
-            errors,
-            reporter,
+            pipeline,
             stop,
-            classes,
             in_flight: Vec::new(),
             sent: BTreeMap::new(),
             committed: BTreeMap::new(),
@@ -127,7 +101,8 @@ impl SourceLoop {
     }
 
     async fn send_batch(&mut self) -> Result<usize, Failure> {
-        let mut retry = Retry::new(&self.errors, "poll");
+        let errors = self.pipeline.errors.clone();
+        let mut retry = Retry::new(&errors, "poll");
         let records = loop {
             match self.task.poll().await {
                 Ok(records) => break records,
@@ -140,12 +115,12 @@ impl SourceLoop {
                 source_map_json(&record.source_partition),
                 source_map_json(&record.source_offset),
             );
-            match self.prepare(&mut record) {
+            match self.pipeline.source_record(&mut record) {
                 Ok(Some(out)) => self.produce(&record, &out, &position).await?,
                 // Filtered out: nothing to produce, but the source has moved past it.
                 Ok(None) => {}
                 Err((stage, class, error)) => {
-                    let original = self.as_it_was(&record);
+                    let original = self.pipeline.as_it_was(&record);
                     let at = (record.topic.clone(), record.partition.unwrap_or(-1), -1);
                     self.failed(at, stage, class, &position, &original, error)?;
                 }
@@ -158,60 +133,6 @@ impl SourceLoop {
         Ok(count)
     }
 
-    /// A record transformed and converted, as it is to be produced; `None` if a transform
-    /// dropped it.
-    fn prepare(&self, record: &mut SourceRecord) -> Result<Option<Original>, Failed> {
-        match self.transforms.run(record) {
-            Ok(Applied::Keep) => {}
-            Ok(Applied::Drop) => return Ok(None),
-            Err((class, e)) => return Err((Stage::Transformation, class.to_string(), e)),
-        }
-        let [key_class, value_class, header_class] = &self.classes;
-        let topic = &record.topic;
-        let key = self
-            .key
-            .encode(topic, record.key_schema.as_ref(), &record.key)
-            .map_err(|e| (Stage::KeyConverter, key_class.clone(), e))?;
-        let value = self
-            .value
-            .encode(topic, record.value_schema.as_ref(), &record.value)
-            .map_err(|e| (Stage::ValueConverter, value_class.clone(), e))?;
-        let mut headers = Vec::with_capacity(record.headers.len());
-        for h in &record.headers {
-            let bytes = self
-                .headers
-                .encode(topic, &h.key, h.schema.as_ref(), &h.value)
-                .map_err(|e| (Stage::HeaderConverter, header_class.clone(), e))?;
-            headers.push((h.key.clone(), bytes));
-        }
-        Ok(Some(Original {
-            key,
-            value,
-            headers,
-            timestamp: record.timestamp,
-        }))
-    }
-
-    /// A record that failed on its way, for the DLQ: converted as far as the converters
-    /// manage, else as text.
-    fn as_it_was(&self, record: &SourceRecord) -> Original {
-        let bytes = |converter: &dyn Converter, schema, value: &Value| {
-            converter
-                .encode(&record.topic, schema, value)
-                .unwrap_or_else(|_| (*value != Value::Null).then(|| value.to_string().into_bytes()))
-        };
-        Original {
-            key: bytes(self.key.as_ref(), record.key_schema.as_ref(), &record.key),
-            value: bytes(
-                self.value.as_ref(),
-                record.value_schema.as_ref(),
-                &record.value,
-            ),
-            headers: Vec::new(),
-            timestamp: record.timestamp,
-        }
-    }
-
     /// Error handling for a record that failed at `at` (topic, partition or -1, offset -1).
     fn failed(
         &self,
@@ -222,9 +143,9 @@ impl SourceLoop {
         original: &Original,
         error: ConnectError,
     ) -> Result<(), Failure> {
-        let mut ctx = self.reporter.context(at, stage, class);
+        let mut ctx = self.pipeline.reporter.context(at, stage, class);
         ctx.source = Some(position.clone());
-        Ok(self.reporter.tolerate(&ctx, original, error)?)
+        Ok(self.pipeline.reporter.tolerate(&ctx, original, error)?)
     }
 
     /// Hand a record to the producer (waiting while its queue is full).
@@ -310,7 +231,7 @@ impl SourceLoop {
         self.await_deliveries().await?;
         // The records that failed since the last commit are in the DLQ before their offsets
         // move.
-        self.reporter.flush().await?;
+        self.pipeline.reporter.flush().await?;
         let offsets: Vec<SourceOffset> = self
             .sent
             .iter()

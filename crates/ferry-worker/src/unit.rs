@@ -366,24 +366,41 @@ impl SinkCommitter for RaftCommitter {
     }
 }
 
-/// The key and value converters of a unit: those its connector config names, otherwise the
-/// worker's (`[worker.converters]`).
-pub fn converters(ctx: &UnitCtx) -> Result<ferry_connect::converter::KeyValue, ConnectError> {
-    ferry_connect::converter::key_value(&ctx.connector_config, &ctx.settings.converters)
+/// What a task's loop needs of the control plane: implemented over Raft by [`UnitCtx`], and by
+/// a fake in the loops' tests.
+pub trait Control: Send + Sync {
+    /// Wait while the lease is lapsed; `Err` if the unit is fenced or stopped meanwhile.
+    fn resumed(&self) -> impl std::future::Future<Output = Result<(), Failure>> + Send;
+    /// Report the state a target state puts the unit in.
+    fn report_target(
+        &self,
+        target: TargetState,
+    ) -> impl std::future::Future<Output = Result<(), Failure>> + Send;
+    /// Commit offsets (a command fenced by the unit's generation), under the lease.
+    fn commit(
+        &self,
+        command: Command,
+    ) -> impl std::future::Future<Output = Result<(), Failure>> + Send;
 }
 
-/// The header converter of a unit, by the same rule.
-pub fn header_converter(
-    ctx: &UnitCtx,
-) -> Result<Box<dyn ferry_connect::converter::HeaderConverter>, ConnectError> {
-    ferry_connect::converter::headers(&ctx.connector_config, &ctx.settings.converters)
-}
+impl Control for UnitCtx {
+    fn resumed(&self) -> impl std::future::Future<Output = Result<(), Failure>> + Send {
+        UnitCtx::resumed(self)
+    }
 
-/// The classes of a unit's key, value and header converters, for error reports.
-pub fn converter_classes(ctx: &UnitCtx) -> [String; 3] {
-    ["key.converter", "value.converter", "header.converter"].map(|prefix| {
-        ferry_connect::converter::class_of(prefix, &ctx.connector_config, &ctx.settings.converters)
-    })
+    fn report_target(
+        &self,
+        target: TargetState,
+    ) -> impl std::future::Future<Output = Result<(), Failure>> + Send {
+        UnitCtx::report_target(self, target)
+    }
+
+    fn commit(
+        &self,
+        command: Command,
+    ) -> impl std::future::Future<Output = Result<(), Failure>> + Send {
+        UnitCtx::commit(self, command)
+    }
 }
 
 /// Resolves once `stop` turns true (or its sender is gone).

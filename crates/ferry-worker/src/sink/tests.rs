@@ -1,0 +1,517 @@
+//! The sink loop against fakes of its consumer, its control plane, its task and its dead letter
+//! queue, in paused time: what it commits and when, rewinds, retries and their backoff, the
+//! DLQ before the offsets, a stop in the middle of retrying.
+
+use std::collections::{BTreeMap, HashMap};
+use std::future::Future;
+use std::sync::{Arc, Mutex};
+
+use async_trait::async_trait;
+use ferry_connect::config::props;
+use ferry_connect::errors::{ErrorSettings, FailureContext};
+use ferry_connect::task::Props;
+use ferry_meta::state::Command;
+use rdkafka::error::KafkaResult;
+use rdkafka::message::{OwnedMessage, Timestamp};
+use tokio::time::Instant;
+
+use super::*;
+use crate::dlq::DeadLetterQueue;
+use crate::report::Reporter;
+
+/// What happened, in order, across the fakes.
+#[derive(Clone, Default)]
+struct Log(Arc<Mutex<Vec<String>>>);
+
+impl Log {
+    fn push(&self, event: impl Into<String>) {
+        self.0.lock().expect("log").push(event.into());
+    }
+
+    fn events(&self) -> Vec<String> {
+        self.0.lock().expect("log").clone()
+    }
+
+    fn count(&self, prefix: &str) -> usize {
+        self.events()
+            .iter()
+            .filter(|e| e.starts_with(prefix))
+            .count()
+    }
+}
+
+fn tp(partition: i32) -> TopicPartition {
+    TopicPartition::new("t", partition)
+}
+
+/// A topic's partitions and where the consumer is in each.
+#[derive(Default)]
+struct Partitions {
+    messages: BTreeMap<TopicPartition, Vec<OwnedMessage>>,
+    positions: HashMap<TopicPartition, i64>,
+}
+
+struct FakeConsumer {
+    partitions: Mutex<Partitions>,
+    more: tokio::sync::Notify,
+    log: Log,
+}
+
+impl FakeConsumer {
+    fn new(log: &Log) -> Self {
+        FakeConsumer {
+            partitions: Mutex::new(Partitions::default()),
+            more: tokio::sync::Notify::new(),
+            log: log.clone(),
+        }
+    }
+
+    /// Append values to a partition.
+    fn produce(&self, partition: i32, values: &[&str]) {
+        let mut p = self.partitions.lock().expect("partitions");
+        let messages = p.messages.entry(tp(partition)).or_default();
+        for value in values {
+            let offset = messages.len() as i64;
+            messages.push(OwnedMessage::new(
+                Some(value.as_bytes().to_vec()),
+                None,
+                "t".into(),
+                Timestamp::NotAvailable,
+                partition,
+                offset,
+                None,
+            ));
+        }
+        drop(p);
+        self.more.notify_one();
+    }
+
+    fn next(&self) -> Option<OwnedMessage> {
+        let mut p = self.partitions.lock().expect("partitions");
+        let Partitions {
+            messages,
+            positions,
+        } = &mut *p;
+        for (tp, log) in messages.iter() {
+            let at = positions.entry(tp.clone()).or_insert(0);
+            if let Some(m) = log.get(*at as usize) {
+                *at += 1;
+                return Some(m.clone());
+            }
+        }
+        None
+    }
+}
+
+impl SinkConsumer for FakeConsumer {
+    type Message<'a> = OwnedMessage;
+
+    async fn recv(&self) -> KafkaResult<OwnedMessage> {
+        loop {
+            if let Some(m) = self.next() {
+                return Ok(m);
+            }
+            self.more.notified().await;
+        }
+    }
+
+    fn seek(&self, tp: &TopicPartition, offset: i64) -> KafkaResult<()> {
+        self.log.push(format!("seek {tp} {offset}"));
+        self.partitions
+            .lock()
+            .expect("partitions")
+            .positions
+            .insert(tp.clone(), offset);
+        self.more.notify_one();
+        Ok(())
+    }
+
+    fn commit_group(&self, offsets: &HashMap<TopicPartition, i64>) -> KafkaResult<()> {
+        self.log.push(format!("group {}", show(offsets)));
+        Ok(())
+    }
+}
+
+fn show(offsets: &HashMap<TopicPartition, i64>) -> String {
+    let sorted: BTreeMap<String, i64> = offsets.iter().map(|(k, v)| (k.to_string(), *v)).collect();
+    format!("{sorted:?}")
+}
+
+/// The control plane: commits are logged.
+struct FakeControl {
+    log: Log,
+}
+
+impl Control for FakeControl {
+    fn resumed(&self) -> impl Future<Output = Result<(), Failure>> + Send {
+        std::future::ready(Ok(()))
+    }
+
+    fn report_target(
+        &self,
+        target: TargetState,
+    ) -> impl Future<Output = Result<(), Failure>> + Send {
+        self.log.push(format!("report {}", target.as_str()));
+        std::future::ready(Ok(()))
+    }
+
+    fn commit(&self, command: Command) -> impl Future<Output = Result<(), Failure>> + Send {
+        if let Command::CommitSinkOffsets { offsets, .. } = &command {
+            let offsets: HashMap<TopicPartition, i64> = offsets
+                .iter()
+                .map(|o| (tp(o.partition), o.offset.unwrap_or(-1)))
+                .collect();
+            self.log.push(format!("commit {}", show(&offsets)));
+        }
+        std::future::ready(Ok(()))
+    }
+}
+
+/// What the fake task does.
+#[derive(Default)]
+struct Script {
+    /// Retriable failures of `put` before it succeeds; `usize::MAX`: always.
+    failing_puts: usize,
+    /// Asked once, during the first `put` that succeeds: consume a partition again from here.
+    rewind: Option<(TopicPartition, i64)>,
+    /// An exactly-once sink: `pre_commit` allows nothing (it commits by itself).
+    commits_by_itself: bool,
+}
+
+struct FakeTask {
+    script: Script,
+    rewinds: Arc<Rewinds>,
+    log: Log,
+    /// When each `put` was called.
+    puts: Arc<Mutex<Vec<Instant>>>,
+}
+
+#[async_trait]
+impl SinkTask for FakeTask {
+    async fn put(&mut self, records: &[SinkRecord]) -> ferry_connect::Result<()> {
+        self.puts.lock().expect("puts").push(Instant::now());
+        let offsets: Vec<String> = records.iter().map(|r| r.offset.to_string()).collect();
+        self.log.push(format!("put {}", offsets.join(",")));
+        if self.script.failing_puts > 0 {
+            self.script.failing_puts = self.script.failing_puts.saturating_sub(1);
+            return Err(ConnectError::retriable("the store is away"));
+        }
+        if let Some((tp, offset)) = self.script.rewind.take() {
+            self.rewinds.request(tp, offset);
+        }
+        Ok(())
+    }
+
+    async fn flush(&mut self, _: &HashMap<TopicPartition, i64>) -> ferry_connect::Result<()> {
+        Ok(())
+    }
+
+    async fn pre_commit(
+        &mut self,
+        offsets: &HashMap<TopicPartition, i64>,
+    ) -> ferry_connect::Result<HashMap<TopicPartition, i64>> {
+        if self.script.commits_by_itself {
+            return Ok(HashMap::new());
+        }
+        Ok(offsets.clone())
+    }
+
+    async fn stop(&mut self) -> ferry_connect::Result<()> {
+        Ok(())
+    }
+}
+
+/// The dead letter queue: what is sent and flushed is logged; a flush may fail.
+struct FakeDlq {
+    log: Log,
+    fails: bool,
+}
+
+#[async_trait]
+impl DeadLetterQueue for FakeDlq {
+    fn send(
+        &self,
+        _: &crate::dlq::Original,
+        ctx: &FailureContext,
+        _: &ConnectError,
+    ) -> Result<(), ConnectError> {
+        self.log.push(format!("dlq send {}", ctx.offset));
+        Ok(())
+    }
+
+    async fn flush(&self) -> Result<(), ConnectError> {
+        self.log.push("dlq flush");
+        if self.fails {
+            return Err(ConnectError::retriable("the DLQ broker is away"));
+        }
+        Ok(())
+    }
+}
+
+const FLUSH: Duration = Duration::from_secs(10);
+
+/// A running loop over the fakes, and what the test holds to drive and watch it.
+struct Bed {
+    log: Log,
+    consumer: Arc<FakeConsumer>,
+    puts: Arc<Mutex<Vec<Instant>>>,
+    stop: watch::Sender<bool>,
+    _target: watch::Sender<TargetState>,
+    done: tokio::task::JoinHandle<Result<(), Failure>>,
+}
+
+/// The consumer, shared with the test.
+struct Shared(Arc<FakeConsumer>);
+
+impl SinkConsumer for Shared {
+    type Message<'a> = OwnedMessage;
+
+    fn recv(&self) -> impl Future<Output = KafkaResult<OwnedMessage>> + Send {
+        self.0.recv()
+    }
+
+    fn seek(&self, tp: &TopicPartition, offset: i64) -> KafkaResult<()> {
+        self.0.seek(tp, offset)
+    }
+
+    fn commit_group(&self, offsets: &HashMap<TopicPartition, i64>) -> KafkaResult<()> {
+        self.0.commit_group(offsets)
+    }
+}
+
+/// Start a loop: values already in partition 0, the connector's error settings, the task's
+/// script, a DLQ (that fails if asked) when the config names one.
+fn start(values: &[&str], config: &[(&str, &str)], script: Script, dlq_fails: bool) -> Bed {
+    let log = Log::default();
+    let consumer = Arc::new(FakeConsumer::new(&log));
+    consumer.produce(0, values);
+    let mut connector: Props = props(&[("value.converter", "JsonConverter")]);
+    connector.insert("value.converter.schemas.enable".into(), "false".into());
+    connector.extend(props(config));
+    let errors = ErrorSettings::from_config(&connector).expect("error settings");
+    let dlq = errors.dlq_topic.as_ref().map(|_| {
+        Box::new(FakeDlq {
+            log: log.clone(),
+            fails: dlq_fails,
+        }) as Box<dyn DeadLetterQueue>
+    });
+    let reporter = Reporter::new(
+        "sink-0".into(),
+        "sink".into(),
+        0,
+        "FakeSink".into(),
+        errors,
+        dlq,
+    );
+    let pipeline = Pipeline::new(&connector, &Props::new(), reporter).expect("pipeline");
+    let rewinds = Arc::new(Rewinds::default());
+    let puts = Arc::new(Mutex::new(Vec::new()));
+    let task = FakeTask {
+        script,
+        rewinds: rewinds.clone(),
+        log: log.clone(),
+        puts: puts.clone(),
+    };
+    let (stop, stop_rx) = watch::channel(false);
+    let (target, mut target_rx) = watch::channel(TargetState::Running);
+    let unit = LoopUnit {
+        label: "sink-0".into(),
+        name: "sink".into(),
+        task: 0,
+        generation: 1,
+        flush_interval: FLUSH,
+        commit_group: false,
+    };
+    let mut sink = SinkLoop::new(
+        unit,
+        FakeControl { log: log.clone() },
+        Box::new(task),
+        Some(Shared(consumer.clone())),
+        pipeline,
+        stop_rx.clone(),
+        HashMap::from([(tp(0), 0)]),
+        HashMap::new(),
+        rewinds,
+    );
+    let done = tokio::spawn(async move {
+        let mut stop_rx = stop_rx;
+        sink.run(&mut target_rx, &mut stop_rx).await
+    });
+    Bed {
+        log,
+        consumer,
+        puts,
+        stop,
+        _target: target,
+        done,
+    }
+}
+
+/// Let the loop run for `d` of (paused) time.
+async fn run_for(d: Duration) {
+    tokio::time::sleep(d).await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn offsets_are_committed_every_flush_interval_and_only_when_they_moved() {
+    let bed = start(&["1", "2", "3"], &[], Script::default(), false);
+    run_for(FLUSH - Duration::from_millis(500)).await;
+    assert_eq!(bed.log.count("put"), 1, "{:?}", bed.log.events());
+    assert_eq!(bed.log.count("commit"), 0, "not before the interval");
+    run_for(Duration::from_secs(1)).await;
+    assert_eq!(bed.log.count("commit"), 1);
+    assert!(bed
+        .log
+        .events()
+        .contains(&"commit {\"t-0\": 3}".to_string()));
+    // Nothing new: nothing to commit at the next interval.
+    run_for(FLUSH).await;
+    assert_eq!(bed.log.count("commit"), 1, "{:?}", bed.log.events());
+    bed.consumer.produce(0, &["4", "5"]);
+    run_for(FLUSH).await;
+    assert_eq!(bed.log.count("commit"), 2);
+    assert_eq!(
+        bed.log.events().last().map(String::as_str),
+        Some("commit {\"t-0\": 5}")
+    );
+    bed.stop.send_replace(true);
+    assert!(bed.done.await.expect("the loop").is_ok());
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_rewind_consumes_again_from_the_offset_the_task_asked_for() {
+    let script = Script {
+        rewind: Some((tp(0), 1)),
+        ..Script::default()
+    };
+    let bed = start(&["1", "2", "3"], &[], script, false);
+    run_for(FLUSH + Duration::from_millis(500)).await;
+    let events = bed.log.events();
+    let puts: Vec<&String> = events.iter().filter(|e| e.starts_with("put")).collect();
+    assert_eq!(puts, ["put 0,1,2", "put 1,2"], "{events:?}");
+    assert!(events.contains(&"seek t-0 1".to_string()), "{events:?}");
+    // Committed once everything is put again, not past what was rewound before that.
+    assert_eq!(
+        events
+            .iter()
+            .filter(|e| e.starts_with("commit"))
+            .collect::<Vec<_>>(),
+        ["commit {\"t-0\": 3}"]
+    );
+    bed.stop.send_replace(true);
+    assert!(bed.done.await.expect("the loop").is_ok());
+}
+
+#[tokio::test(start_paused = true)]
+async fn only_what_pre_commit_allows_is_committed() {
+    let script = Script {
+        commits_by_itself: true,
+        ..Script::default()
+    };
+    let bed = start(&["1", "2"], &[], script, false);
+    run_for(FLUSH * 3).await;
+    assert_eq!(bed.log.count("put"), 1);
+    assert_eq!(bed.log.count("commit"), 0, "{:?}", bed.log.events());
+    bed.stop.send_replace(true);
+    assert!(bed.done.await.expect("the loop").is_ok());
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_retriable_put_is_retried_with_a_doubling_backoff_then_succeeds() {
+    let script = Script {
+        failing_puts: 3,
+        ..Script::default()
+    };
+    let bed = start(&["1"], &[("errors.retry.timeout", "60000")], script, false);
+    run_for(Duration::from_secs(5)).await;
+    let puts = bed.puts.lock().expect("puts").clone();
+    assert_eq!(puts.len(), 4, "three failures, then the put that succeeds");
+    let waits: Vec<u128> = puts.windows(2).map(|w| (w[1] - w[0]).as_millis()).collect();
+    assert_eq!(waits, [300, 600, 1200]);
+    run_for(FLUSH).await;
+    assert_eq!(bed.log.count("commit"), 1, "committed once put");
+    bed.stop.send_replace(true);
+    assert!(bed.done.await.expect("the loop").is_ok());
+}
+
+#[tokio::test(start_paused = true)]
+async fn with_no_retry_timeout_the_quick_retries_end_in_a_failure_and_nothing_is_committed() {
+    let script = Script {
+        failing_puts: usize::MAX,
+        ..Script::default()
+    };
+    let bed = start(&["1"], &[], script, false);
+    let failed = bed.done.await.expect("the loop");
+    let Err(Failure::Task(e)) = failed else {
+        panic!("the task did not fail: {failed:?}");
+    };
+    assert!(e.message.contains("errors.retry.timeout"), "{e}");
+    assert_eq!(
+        bed.log.count("put"),
+        6,
+        "the first try and five quick retries"
+    );
+    assert_eq!(bed.log.count("commit"), 0);
+}
+
+#[tokio::test(start_paused = true)]
+async fn records_sent_to_the_dlq_are_in_it_before_their_offsets_are_committed() {
+    let config = [
+        ("errors.tolerance", "all"),
+        ("errors.deadletterqueue.topic.name", "dlq"),
+    ];
+    let bed = start(&["not json", "2"], &config, Script::default(), false);
+    run_for(FLUSH + Duration::from_millis(500)).await;
+    let events = bed.log.events();
+    let at = |e: &str| events.iter().position(|x| x == e);
+    assert_eq!(
+        events
+            .iter()
+            .filter(|e| e.starts_with("put"))
+            .collect::<Vec<_>>(),
+        ["put 1"],
+        "the bad record is not put: {events:?}"
+    );
+    let (sent, flushed, committed) = (
+        at("dlq send 0").expect("sent to the DLQ"),
+        at("dlq flush").expect("the DLQ flushed"),
+        at("commit {\"t-0\": 2}").expect("committed"),
+    );
+    assert!(sent < flushed && flushed < committed, "{events:?}");
+    bed.stop.send_replace(true);
+    assert!(bed.done.await.expect("the loop").is_ok());
+}
+
+#[tokio::test(start_paused = true)]
+async fn offsets_do_not_move_past_a_record_the_dlq_did_not_take() {
+    let config = [
+        ("errors.tolerance", "all"),
+        ("errors.deadletterqueue.topic.name", "dlq"),
+    ];
+    let bed = start(&["not json", "2"], &config, Script::default(), true);
+    let failed = bed.done.await.expect("the loop");
+    assert!(matches!(failed, Err(Failure::Task(_))), "{failed:?}");
+    assert_eq!(bed.log.count("commit"), 0, "{:?}", bed.log.events());
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_stop_while_retrying_ends_the_loop_without_waiting_for_the_next_try() {
+    let script = Script {
+        failing_puts: usize::MAX,
+        ..Script::default()
+    };
+    // Retried forever, with waits up to a minute.
+    let bed = start(&["1"], &[("errors.retry.timeout", "-1")], script, false);
+    run_for(Duration::from_secs(40)).await;
+    let tries = bed.log.count("put");
+    assert!(tries >= 5, "{tries}");
+    let stopped_at = Instant::now();
+    bed.stop.send_replace(true);
+    let done = tokio::time::timeout(Duration::from_secs(1), bed.done)
+        .await
+        .expect("the loop ends when stopped")
+        .expect("the loop");
+    assert!(matches!(done, Err(Failure::Stopped)), "{done:?}");
+    assert_eq!(Instant::now(), stopped_at, "no wait after the stop");
+    assert_eq!(bed.log.count("put"), tries, "no try after the stop");
+}
