@@ -6,6 +6,8 @@ pub mod admin;
 pub mod clients;
 mod connector;
 mod dlq;
+#[cfg(test)]
+mod fakes;
 pub mod kafka;
 pub mod lease;
 mod pipeline;

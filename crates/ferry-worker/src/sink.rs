@@ -24,7 +24,9 @@ use crate::dlq::Original;
 use crate::pipeline::Pipeline;
 use crate::report::Held;
 use crate::retry::Retry;
-use crate::unit::{lifecycle, started, stopped, Control, Failure, RaftCommitter, UnitCtx};
+use crate::unit::{
+    lifecycle, started, stopped, Control, Failure, LoopUnit, RaftCommitter, UnitCtx,
+};
 
 /// Most records handed to one `put` (Kafka Connect's `max.poll.records` default).
 const MAX_BATCH: usize = 500;
@@ -75,32 +77,6 @@ impl SinkConsumer for StreamConsumer {
             tpl.add_partition_offset(&tp.topic, tp.partition, Offset::Offset(*o))?;
         }
         Consumer::commit(self, &tpl, CommitMode::Async)
-    }
-}
-
-/// What a sink loop knows of its unit.
-#[derive(Clone, Debug)]
-pub struct LoopUnit {
-    pub label: String,
-    pub name: String,
-    pub task: u32,
-    pub generation: u64,
-    /// Kafka Connect's `offset.flush.interval.ms`.
-    pub flush_interval: Duration,
-    /// Whether offsets are also committed to the `connect-<name>` group.
-    pub commit_group: bool,
-}
-
-impl LoopUnit {
-    fn of(ctx: &UnitCtx) -> LoopUnit {
-        LoopUnit {
-            label: ctx.label(),
-            name: ctx.name.clone(),
-            task: ctx.task.unwrap_or_default(),
-            generation: ctx.generation,
-            flush_interval: ctx.settings.offset_flush_interval,
-            commit_group: ctx.settings.commit_consumer_group,
-        }
     }
 }
 

@@ -8,6 +8,7 @@
 //! dead-lettered with its source partition and offset, and its offset moves on.
 
 use std::collections::BTreeMap;
+use std::future::Future;
 use std::sync::Arc;
 
 use ferry_connect::plugin::TaskFactory;
@@ -16,8 +17,10 @@ use ferry_connect::task::SourceTaskContext;
 use ferry_connect::topic_creation::TopicCreation;
 use ferry_connect::{ConnectError, SourceRecord, SourceTask, Stage};
 use ferry_meta::state::{Command, SourceOffset, TargetState};
+use futures::future::Map;
+use futures::FutureExt;
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
-use rdkafka::message::{Header as KafkaHeader, OwnedHeaders};
+use rdkafka::message::{Header as KafkaHeader, Message, OwnedHeaders, OwnedMessage};
 use rdkafka::producer::{DeliveryFuture, FutureProducer, FutureRecord};
 use tokio::sync::watch;
 use tracing::{debug, info, instrument};
@@ -26,7 +29,9 @@ use crate::admin::SourceTopics;
 use crate::dlq::Original;
 use crate::pipeline::Pipeline;
 use crate::retry::Retry;
-use crate::unit::{lifecycle, started, stopped, CommittedSourceOffsets, Failure, UnitCtx};
+use crate::unit::{
+    lifecycle, started, stopped, CommittedSourceOffsets, Control, Failure, LoopUnit, UnitCtx,
+};
 
 /// The class named for a record that could not be delivered.
 const PRODUCER_CLASS: &str = "org.apache.kafka.clients.producer.KafkaProducer";
@@ -37,21 +42,93 @@ type Position = (String, String);
 /// In-flight records before the loop waits for deliveries.
 const MAX_IN_FLIGHT: usize = 50_000;
 
-struct SourceLoop {
-    ctx: UnitCtx,
+/// What became of a record handed to the producer.
+pub enum Undelivered {
+    /// The broker refused it, or it timed out: the record as the producer gives it back.
+    Refused(KafkaError, Box<OwnedMessage>),
+    /// The producer dropped it.
+    Dropped,
+}
+
+/// The producer of a source task, as its loop uses it: Kafka's (`FutureProducer`), or a fake
+/// in the loop's tests.
+pub trait SourceProducer: Send + Sync {
+    type Delivery: Future<Output = Result<(), Undelivered>> + Send;
+    /// Hand a record to the producer, to `topic` (and `partition`, if the source chose one);
+    /// `QueueFull` when its queue is full.
+    fn send(
+        &self,
+        topic: &str,
+        partition: Option<i32>,
+        out: &Original,
+    ) -> Result<Self::Delivery, KafkaError>;
+}
+
+type Delivered = Result<
+    rdkafka::producer::future_producer::OwnedDeliveryResult,
+    futures::channel::oneshot::Canceled,
+>;
+
+fn delivered(result: Delivered) -> Result<(), Undelivered> {
+    match result {
+        Ok(Ok(_)) => Ok(()),
+        Ok(Err((e, message))) => Err(Undelivered::Refused(e, Box::new(message))),
+        Err(_) => Err(Undelivered::Dropped),
+    }
+}
+
+impl SourceProducer for FutureProducer {
+    type Delivery = Map<DeliveryFuture, fn(Delivered) -> Result<(), Undelivered>>;
+
+    fn send(
+        &self,
+        topic: &str,
+        partition: Option<i32>,
+        out: &Original,
+    ) -> Result<Self::Delivery, KafkaError> {
+        let mut headers = OwnedHeaders::new();
+        for (key, value) in &out.headers {
+            headers = headers.insert(KafkaHeader {
+                key,
+                value: value.as_deref(),
+            });
+        }
+        let mut sending: FutureRecord<'_, [u8], [u8]> = FutureRecord::to(topic).headers(headers);
+        if let Some(k) = out.key.as_deref() {
+            sending = sending.key(k);
+        }
+        if let Some(v) = out.value.as_deref() {
+            sending = sending.payload(v);
+        }
+        if let Some(p) = partition {
+            sending = sending.partition(p);
+        }
+        if let Some(ts) = out.timestamp {
+            sending = sending.timestamp(ts);
+        }
+        match self.send_result(sending) {
+            Ok(delivery) => Ok(delivery.map(delivered as fn(Delivered) -> Result<(), Undelivered>)),
+            Err((e, _)) => Err(e),
+        }
+    }
+}
+
+pub struct SourceLoop<Pr: SourceProducer, P: Control> {
+    unit: LoopUnit,
+    control: P,
     task: Box<dyn SourceTask>,
-    producer: FutureProducer,
+    producer: Pr,
     pipeline: Pipeline,
     stop: watch::Receiver<bool>,
     /// Creates the topics it writes to before their first record (KIP-158), if configured.
     topics: Option<SourceTopics>,
-    in_flight: Vec<(DeliveryFuture, Position)>,
+    in_flight: Vec<(Pr::Delivery, Position)>,
     /// Latest offset per source partition among the records sent (JSON texts).
     sent: BTreeMap<String, String>,
     committed: BTreeMap<String, String>,
 }
 
-impl SourceLoop {
+impl SourceLoop<FutureProducer, UnitCtx> {
     async fn start(ctx: UnitCtx, stop: watch::Receiver<bool>) -> Result<Self, Failure> {
         let TaskFactory::Source(factory) = ctx.plugin.tasks else {
             return Err(ConnectError::fatal(format!(
@@ -87,17 +164,40 @@ impl SourceLoop {
         let mut task = factory(&ctx.task_config, context)?;
         task.start().await?;
         info!(task = %ctx.label(), generation = ctx.generation, "source task started");
-        Ok(SourceLoop {
+        Ok(SourceLoop::new(
+            LoopUnit::of(&ctx),
             ctx,
             task,
             producer,
-            topics,
             pipeline,
             stop,
+            topics,
+        ))
+    }
+}
+
+impl<Pr: SourceProducer, P: Control> SourceLoop<Pr, P> {
+    pub fn new(
+        unit: LoopUnit,
+        control: P,
+        task: Box<dyn SourceTask>,
+        producer: Pr,
+        pipeline: Pipeline,
+        stop: watch::Receiver<bool>,
+        topics: Option<SourceTopics>,
+    ) -> Self {
+        SourceLoop {
+            unit,
+            control,
+            task,
+            producer,
+            pipeline,
+            stop,
+            topics,
             in_flight: Vec::new(),
             sent: BTreeMap::new(),
             committed: BTreeMap::new(),
-        })
+        }
     }
 
     async fn send_batch(&mut self) -> Result<usize, Failure> {
@@ -106,7 +206,7 @@ impl SourceLoop {
         let records = loop {
             match self.task.poll().await {
                 Ok(records) => break records,
-                Err(e) => retry.after(e, &mut self.stop, &self.ctx.label()).await?,
+                Err(e) => retry.after(e, &mut self.stop, &self.unit.label).await?,
             }
         };
         let count = records.len();
@@ -159,36 +259,15 @@ impl SourceLoop {
             topics.ensure(&record.topic).await?;
         }
         loop {
-            let mut headers = OwnedHeaders::new();
-            for (key, value) in &out.headers {
-                headers = headers.insert(KafkaHeader {
-                    key,
-                    value: value.as_deref(),
-                });
-            }
-            let mut sending: FutureRecord<'_, [u8], [u8]> =
-                FutureRecord::to(&record.topic).headers(headers);
-            if let Some(k) = out.key.as_deref() {
-                sending = sending.key(k);
-            }
-            if let Some(v) = out.value.as_deref() {
-                sending = sending.payload(v);
-            }
-            if let Some(p) = record.partition {
-                sending = sending.partition(p);
-            }
-            if let Some(ts) = out.timestamp {
-                sending = sending.timestamp(ts);
-            }
-            match self.producer.send_result(sending) {
+            match self.producer.send(&record.topic, record.partition, out) {
                 Ok(delivery) => {
                     self.in_flight.push((delivery, position.clone()));
                     return Ok(());
                 }
-                Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), _)) => {
+                Err(KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull)) => {
                     self.await_deliveries().await?;
                 }
-                Err((e, _)) => {
+                Err(e) => {
                     let error =
                         ConnectError::fatal(format!("cannot produce to {}: {e}", record.topic));
                     let at = (record.topic.clone(), record.partition.unwrap_or(-1), -1);
@@ -204,17 +283,16 @@ impl SourceLoop {
     async fn await_deliveries(&mut self) -> Result<(), Failure> {
         for (delivery, position) in std::mem::take(&mut self.in_flight) {
             let (error, original, at) = match delivery.await {
-                Ok(Ok(_)) => continue,
-                Ok(Err((e, msg))) => {
-                    use rdkafka::Message;
+                Ok(()) => continue,
+                Err(Undelivered::Refused(e, msg)) => {
                     let at = (msg.topic().to_string(), msg.partition(), -1);
                     let error = ConnectError::fatal(format!(
                         "a record was not delivered to {}: {e}",
                         msg.topic()
                     ));
-                    (error, Original::of(&msg), at)
+                    (error, Original::of(msg.as_ref()), at)
                 }
-                Err(_) => (
+                Err(Undelivered::Dropped) => (
                     ConnectError::fatal("the producer dropped a record before delivery"),
                     Original::default(),
                     (String::new(), -1, -1),
@@ -244,17 +322,17 @@ impl SourceLoop {
         if offsets.is_empty() {
             return Ok(());
         }
-        self.ctx
+        self.control
             .commit(Command::CommitSourceOffsets {
-                name: self.ctx.name.clone(),
-                task: self.ctx.task.unwrap_or_default(),
-                generation: self.ctx.generation,
+                name: self.unit.name.clone(),
+                task: self.unit.task,
+                generation: self.unit.generation,
                 offsets,
             })
             .await?;
         self.committed = self.sent.clone();
         self.task.commit().await?;
-        debug!(task = %self.ctx.label(), "source offsets committed");
+        debug!(task = %self.unit.label, "source offsets committed");
         Ok(())
     }
 
@@ -263,7 +341,7 @@ impl SourceLoop {
         control: &mut watch::Receiver<TargetState>,
         stop: &mut watch::Receiver<bool>,
     ) -> Result<(), Failure> {
-        let interval = self.ctx.settings.offset_flush_interval;
+        let interval = self.unit.flush_interval;
         let mut last_commit = tokio::time::Instant::now();
         let mut reported: Option<TargetState> = None;
         loop {
@@ -271,13 +349,13 @@ impl SourceLoop {
                 return Ok(());
             }
             // Frozen while the lease is lapsed: nothing polled, sent or committed.
-            self.ctx.resumed().await?;
+            self.control.resumed().await?;
             let target = *control.borrow_and_update();
             if reported != Some(target) {
                 if target == TargetState::Stopped {
                     return Ok(());
                 }
-                self.ctx.report_target(target).await?;
+                self.control.report_target(target).await?;
                 reported = Some(target);
             }
             if last_commit.elapsed() >= interval {
@@ -331,3 +409,6 @@ pub async fn run(ctx: UnitCtx, control: watch::Receiver<TargetState>, stop: watc
     lifecycle(ctx, control, stop, session).await;
     debug!("source task finished");
 }
+
+#[cfg(test)]
+mod tests;

@@ -366,6 +366,32 @@ impl SinkCommitter for RaftCommitter {
     }
 }
 
+/// What a task's loop knows of its unit.
+#[derive(Clone, Debug)]
+pub struct LoopUnit {
+    pub label: String,
+    pub name: String,
+    pub task: u32,
+    pub generation: u64,
+    /// Kafka Connect's `offset.flush.interval.ms`.
+    pub flush_interval: Duration,
+    /// Whether offsets are also committed to the `connect-<name>` group.
+    pub commit_group: bool,
+}
+
+impl LoopUnit {
+    pub fn of(ctx: &UnitCtx) -> LoopUnit {
+        LoopUnit {
+            label: ctx.label(),
+            name: ctx.name.clone(),
+            task: ctx.task.unwrap_or_default(),
+            generation: ctx.generation,
+            flush_interval: ctx.settings.offset_flush_interval,
+            commit_group: ctx.settings.commit_consumer_group,
+        }
+    }
+}
+
 /// What a task's loop needs of the control plane: implemented over Raft by [`UnitCtx`], and by
 /// a fake in the loops' tests.
 pub trait Control: Send + Sync {

@@ -8,37 +8,16 @@ use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use ferry_connect::config::props;
-use ferry_connect::errors::{ErrorSettings, FailureContext};
+use ferry_connect::errors::ErrorSettings;
 use ferry_connect::task::Props;
-use ferry_meta::state::Command;
 use rdkafka::error::KafkaResult;
 use rdkafka::message::{OwnedMessage, Timestamp};
 use tokio::time::Instant;
 
 use super::*;
 use crate::dlq::DeadLetterQueue;
+use crate::fakes::{show, FakeControl, FakeDlq, Log};
 use crate::report::Reporter;
-
-/// What happened, in order, across the fakes.
-#[derive(Clone, Default)]
-struct Log(Arc<Mutex<Vec<String>>>);
-
-impl Log {
-    fn push(&self, event: impl Into<String>) {
-        self.0.lock().expect("log").push(event.into());
-    }
-
-    fn events(&self) -> Vec<String> {
-        self.0.lock().expect("log").clone()
-    }
-
-    fn count(&self, prefix: &str) -> usize {
-        self.events()
-            .iter()
-            .filter(|e| e.starts_with(prefix))
-            .count()
-    }
-}
 
 fn tp(partition: i32) -> TopicPartition {
     TopicPartition::new("t", partition)
@@ -132,41 +111,6 @@ impl SinkConsumer for FakeConsumer {
     }
 }
 
-fn show(offsets: &HashMap<TopicPartition, i64>) -> String {
-    let sorted: BTreeMap<String, i64> = offsets.iter().map(|(k, v)| (k.to_string(), *v)).collect();
-    format!("{sorted:?}")
-}
-
-/// The control plane: commits are logged.
-struct FakeControl {
-    log: Log,
-}
-
-impl Control for FakeControl {
-    fn resumed(&self) -> impl Future<Output = Result<(), Failure>> + Send {
-        std::future::ready(Ok(()))
-    }
-
-    fn report_target(
-        &self,
-        target: TargetState,
-    ) -> impl Future<Output = Result<(), Failure>> + Send {
-        self.log.push(format!("report {}", target.as_str()));
-        std::future::ready(Ok(()))
-    }
-
-    fn commit(&self, command: Command) -> impl Future<Output = Result<(), Failure>> + Send {
-        if let Command::CommitSinkOffsets { offsets, .. } = &command {
-            let offsets: HashMap<TopicPartition, i64> = offsets
-                .iter()
-                .map(|o| (tp(o.partition), o.offset.unwrap_or(-1)))
-                .collect();
-            self.log.push(format!("commit {}", show(&offsets)));
-        }
-        std::future::ready(Ok(()))
-    }
-}
-
 /// What the fake task does.
 #[derive(Default)]
 struct Script {
@@ -217,33 +161,6 @@ impl SinkTask for FakeTask {
     }
 
     async fn stop(&mut self) -> ferry_connect::Result<()> {
-        Ok(())
-    }
-}
-
-/// The dead letter queue: what is sent and flushed is logged; a flush may fail.
-struct FakeDlq {
-    log: Log,
-    fails: bool,
-}
-
-#[async_trait]
-impl DeadLetterQueue for FakeDlq {
-    fn send(
-        &self,
-        _: &crate::dlq::Original,
-        ctx: &FailureContext,
-        _: &ConnectError,
-    ) -> Result<(), ConnectError> {
-        self.log.push(format!("dlq send {}", ctx.offset));
-        Ok(())
-    }
-
-    async fn flush(&self) -> Result<(), ConnectError> {
-        self.log.push("dlq flush");
-        if self.fails {
-            return Err(ConnectError::retriable("the DLQ broker is away"));
-        }
         Ok(())
     }
 }
