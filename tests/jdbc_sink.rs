@@ -209,6 +209,34 @@ fn seed_003_sink_writes_rows_dead_letters_the_long_item_and_is_exactly_once_acro
     ));
 }
 
+/// A JDBC sink of the `orders` topic into the table it creates, keys as text.
+fn orders_sink(
+    cluster: &ferry_tests::Cluster,
+    node: u64,
+    pg: &Postgres,
+    name: &str,
+    more: &[(&str, &str)],
+) {
+    let url = pg.jdbc_url("kcdb");
+    let mut config = vec![
+        (
+            "connector.class",
+            "io.confluent.connect.jdbc.JdbcSinkConnector",
+        ),
+        ("connection.url", url.as_str()),
+        ("connection.user", "kcuser"),
+        ("connection.password", "kcpw"),
+        ("topics", "orders"),
+        ("auto.create", "true"),
+        (
+            "key.converter",
+            "org.apache.kafka.connect.storage.StringConverter",
+        ),
+    ];
+    config.extend_from_slice(more);
+    ferry_tests::pipeline::create(cluster, node, name, &config);
+}
+
 /// An `orders` value: id, region and an optional note when given.
 fn order(id: i32, region: &str, note: Option<&str>) -> String {
     let (note_field, note_value) = match note {
@@ -580,26 +608,12 @@ fn a_task_starting_while_the_database_is_down_waits_for_it() {
     pg.stop_server();
     let kafka = Kafka::start(&[("orders", 1)]);
     let (cluster, leader) = started(1, &kafka, json_workers());
-    ferry_tests::pipeline::create(
+    orders_sink(
         &cluster,
         leader,
+        &pg,
         "late-db",
-        &[
-            (
-                "connector.class",
-                "io.confluent.connect.jdbc.JdbcSinkConnector",
-            ),
-            ("connection.url", &pg.jdbc_url("kcdb")),
-            ("connection.user", "kcuser"),
-            ("connection.password", "kcpw"),
-            ("topics", "orders"),
-            ("auto.create", "true"),
-            ("errors.retry.timeout", "120000"),
-            (
-                "key.converter",
-                "org.apache.kafka.connect.storage.StringConverter",
-            ),
-        ],
+        &[("errors.retry.timeout", "120000")],
     );
     let producer: BaseProducer = ClientConfig::new()
         .set("bootstrap.servers", &kafka.bootstrap)
@@ -611,11 +625,7 @@ fn a_task_starting_while_the_database_is_down_waits_for_it() {
     // Six retries: past the five quick ones after which the task would have failed had
     // errors.retry.timeout been left at 0.
     wait_for("the task retrying its start a sixth time", FLOW, || {
-        cluster
-            .log_text(leader)
-            .lines()
-            .any(|l| l.contains("retriable failure: retrying") && l.contains("attempt=6"))
-            .then_some(())
+        (cluster.log_count(leader, &["retriable failure: retrying", "attempt=6"]) > 0).then_some(())
     });
     let states = task_workers(&cluster, leader, "late-db");
     assert!(
@@ -653,27 +663,7 @@ fn tasks_creating_the_same_table_together_all_write_into_it() {
         }
     }
     producer.flush(Duration::from_secs(30)).expect("delivered");
-    ferry_tests::pipeline::create(
-        &cluster,
-        leader,
-        "racing",
-        &[
-            (
-                "connector.class",
-                "io.confluent.connect.jdbc.JdbcSinkConnector",
-            ),
-            ("connection.url", &pg.jdbc_url("kcdb")),
-            ("connection.user", "kcuser"),
-            ("connection.password", "kcpw"),
-            ("topics", "orders"),
-            ("tasks.max", "16"),
-            ("auto.create", "true"),
-            (
-                "key.converter",
-                "org.apache.kafka.connect.storage.StringConverter",
-            ),
-        ],
-    );
+    orders_sink(&cluster, leader, &pg, "racing", &[("tasks.max", "16")]);
     wait_for("every row", FLOW, || {
         let states = task_workers(&cluster, leader, "racing");
         assert!(
@@ -717,26 +707,7 @@ fn altered_and_reset_offsets_take_effect_on_the_jdbc_sinks_table() {
     let pg = Postgres::start();
     let kafka = Kafka::start(&[("orders", 1)]);
     let (cluster, leader) = started(1, &kafka, json_workers());
-    ferry_tests::pipeline::create(
-        &cluster,
-        leader,
-        "replayed",
-        &[
-            (
-                "connector.class",
-                "io.confluent.connect.jdbc.JdbcSinkConnector",
-            ),
-            ("connection.url", &pg.jdbc_url("kcdb")),
-            ("connection.user", "kcuser"),
-            ("connection.password", "kcpw"),
-            ("topics", "orders"),
-            ("auto.create", "true"),
-            (
-                "key.converter",
-                "org.apache.kafka.connect.storage.StringConverter",
-            ),
-        ],
-    );
+    orders_sink(&cluster, leader, &pg, "replayed", &[]);
     let producer: BaseProducer = ClientConfig::new()
         .set("bootstrap.servers", &kafka.bootstrap)
         .create()

@@ -356,12 +356,7 @@ fn each_mode_copies_its_rows_with_their_types_and_confluents_offsets() {
     // PostgreSQL goes away (immediate shutdown: every connection dropped) and comes back:
     // the tasks log it, query again, and go on from their last row — nothing skipped or
     // repeated, no task failed.
-    let failed_reads = || {
-        cluster
-            .log_text(leader)
-            .matches("reading failed; trying again")
-            .count()
-    };
+    let failed_reads = || cluster.log_count(leader, &["reading failed; trying again"]);
     let before = failed_reads();
     pg.stop_server();
     wait_for("the tasks meeting the outage", FLOW, || {

@@ -708,15 +708,7 @@ fn a_failing_task_shows_failed_with_its_trace_and_recovers_through_the_api() {
     let tasks = task_workers(&cluster, leader, "sink").len();
     let stopped = || -> usize {
         (1..=3)
-            .map(|id| {
-                cluster
-                    .log_text(id)
-                    .lines()
-                    .filter(|l| {
-                        l.contains("unit stopped") && l.contains("connector=sink task=Some")
-                    })
-                    .count()
-            })
+            .map(|id| cluster.log_count(id, &["unit stopped", "connector=sink task=Some"]))
             .sum()
     };
     let stopped_before = stopped();

@@ -68,6 +68,26 @@ fn committed_json(store: &Path, topic: &str) -> BTreeMap<String, Vec<serde_json:
         .collect()
 }
 
+/// The HDFS sink `hdfs` writing JSON files under `/data/log` of a shared directory.
+fn json_files_sink(
+    cluster: &ferry_tests::Cluster,
+    node: u64,
+    store_url: &str,
+    more: &[(&str, &str)],
+) {
+    let mut config = vec![
+        (
+            "connector.class",
+            "io.confluent.connect.hdfs.HdfsSinkConnector",
+        ),
+        ("store.url", store_url),
+        ("topics.dir", "/data/log"),
+        ("format.class", "io.confluent.connect.hdfs.json.JsonFormat"),
+    ];
+    config.extend_from_slice(more);
+    create(cluster, node, "hdfs", &config);
+}
+
 /// `line-NNNNN` for each number, spread over the topic's three partitions.
 fn produce(bootstrap: &str, topic: &str, numbers: std::ops::Range<usize>) {
     let producer: BaseProducer = ClientConfig::new()
@@ -97,20 +117,13 @@ fn storage_sink_writes_confluent_named_files_exactly_once_across_a_kill_9() {
     // Records go straight to the topic (a source could repeat some after a kill: the claim
     // is about the sink): each exactly once in the topic, so exactly once in the files.
     produce(&kafka.bootstrap, "shop", 0..3000);
-    create(
+    json_files_sink(
         &cluster,
         leader,
-        "hdfs",
+        &store_url,
         &[
-            (
-                "connector.class",
-                "io.confluent.connect.hdfs.HdfsSinkConnector",
-            ),
             ("topics", "shop"),
             ("tasks.max", "3"),
-            ("store.url", &store_url),
-            ("topics.dir", "/data/log"),
-            ("format.class", "io.confluent.connect.hdfs.json.JsonFormat"),
             ("flush.size", "200"),
             ("rotate.schedule.interval.ms", "2000"),
         ],
@@ -300,21 +313,11 @@ fn altered_and_reset_offsets_take_effect_on_the_hdfs_sink() {
     let store = cluster.dir.path().join("store");
     let store_url = format!("file://{}", store.display());
     produce(&kafka.bootstrap, "replay", 0..30);
-    create(
+    json_files_sink(
         &cluster,
         leader,
-        "hdfs",
-        &[
-            (
-                "connector.class",
-                "io.confluent.connect.hdfs.HdfsSinkConnector",
-            ),
-            ("topics", "replay"),
-            ("store.url", &store_url),
-            ("topics.dir", "/data/log"),
-            ("format.class", "io.confluent.connect.hdfs.json.JsonFormat"),
-            ("flush.size", "5"),
-        ],
+        &store_url,
+        &[("topics", "replay"), ("flush.size", "5")],
     );
     let at_the_end = BTreeMap::from([(0, 10), (1, 10), (2, 10)]);
     wait_for("every record committed", FLOW, || {

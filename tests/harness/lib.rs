@@ -623,6 +623,14 @@ impl Cluster {
         fs::read_to_string(&self.nodes[&id].log).unwrap_or_default()
     }
 
+    /// How many lines of a node's log hold every one of `needles`.
+    pub fn log_count(&self, id: u64, needles: &[&str]) -> usize {
+        self.log_text(id)
+            .lines()
+            .filter(|l| needles.iter().all(|n| l.contains(n)))
+            .count()
+    }
+
     /// Run the CLI against the given nodes (in order of preference).
     pub fn cli_on(&self, ids: &[u64], args: &[&str]) -> CliOutput {
         let servers: Vec<&str> = ids.iter().map(|id| self.nodes[id].api.as_str()).collect();

@@ -443,16 +443,7 @@ impl<'a> Values<'a> {
 
     /// A comma-separated list, trimmed, without empty entries.
     pub fn list(&self, name: &str) -> Result<Vec<String>> {
-        Ok(self
-            .get(name)?
-            .map(|v| {
-                v.split(',')
-                    .map(str::trim)
-                    .filter(|s| !s.is_empty())
-                    .map(str::to_string)
-                    .collect()
-            })
-            .unwrap_or_default())
+        Ok(self.get(name)?.map(split_list).unwrap_or_default())
     }
 
     /// An enumerated property (declared with [`ConfigKey::choice`]).
@@ -474,6 +465,16 @@ impl<'a> Values<'a> {
     pub fn password(&self, name: &str) -> Result<Option<String>> {
         Ok(self.get(name)?.map(str::to_string))
     }
+}
+
+/// The entries of a comma-separated list, trimmed, without empty ones.
+pub fn split_list(value: &str) -> Vec<String> {
+    value
+        .split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(str::to_string)
+        .collect()
 }
 
 /// A boolean property, or `default` when absent; the error names the property.

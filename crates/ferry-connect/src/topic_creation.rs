@@ -39,15 +39,6 @@ pub struct TopicCreation {
 /// A problem with a property: its name and what is wrong.
 pub type Problem = (String, String);
 
-fn list(value: &str) -> Vec<String> {
-    value
-        .split(',')
-        .map(str::trim)
-        .filter(|s| !s.is_empty())
-        .map(str::to_string)
-        .collect()
-}
-
 /// A partition count or replication factor: a positive number, or -1 for the broker's.
 fn count(config: &BTreeMap<String, String>, name: &str) -> Result<Option<i32>, Problem> {
     let Some(value) = config.get(name) else {
@@ -63,7 +54,7 @@ fn count(config: &BTreeMap<String, String>, name: &str) -> Result<Option<i32>, P
 }
 
 fn patterns(config: &BTreeMap<String, String>, name: &str) -> Result<Vec<regex::Regex>, Problem> {
-    list(config.get(name).map_or("", String::as_str))
+    crate::config::split_list(config.get(name).map_or("", String::as_str))
         .iter()
         // Kafka Connect matches the whole topic name.
         .map(|p| {
@@ -93,7 +84,7 @@ impl TopicCreation {
             .map_err(|p| problems.push(p))
             .ok()
             .flatten();
-        let names = list(config.get(GROUPS).map_or("", String::as_str));
+        let names = crate::config::split_list(config.get(GROUPS).map_or("", String::as_str));
         let given = config.keys().any(|k| k.starts_with(PREFIX) && k != GROUPS);
         if partitions.is_none() && replication.is_none() && !given && problems.is_empty() {
             return Ok(None);

@@ -6,12 +6,15 @@ use std::future::Future;
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
-use ferry_connect::errors::FailureContext;
+use ferry_connect::errors::{ErrorSettings, FailureContext};
+use ferry_connect::task::Props;
 use ferry_connect::{ConnectError, TopicPartition};
 use ferry_meta::state::{Command, TargetState};
 
 use crate::dlq::{DeadLetterQueue, Original};
-use crate::unit::{Control, Failure};
+use crate::pipeline::Pipeline;
+use crate::report::Reporter;
+use crate::unit::{Control, Failure, LoopUnit};
 
 /// What happened, in order, across the fakes.
 #[derive(Clone, Default)]
@@ -109,5 +112,31 @@ impl DeadLetterQueue for FakeDlq {
             return Err(ConnectError::retriable("the DLQ broker is away"));
         }
         Ok(())
+    }
+}
+
+/// The pipeline a connector config declares, with a fake DLQ (whose flush fails if asked) when
+/// the config names one; what the DLQ does goes to `log`.
+pub fn pipeline(connector: &Props, log: &Log, dlq_fails: bool) -> Pipeline {
+    let errors = ErrorSettings::from_config(connector).expect("error settings");
+    let dlq = errors.dlq_topic.as_ref().map(|_| {
+        Box::new(FakeDlq {
+            log: log.clone(),
+            fails: dlq_fails,
+        }) as Box<dyn DeadLetterQueue>
+    });
+    let reporter = Reporter::new("c-0".into(), "c".into(), 0, "FakeTask".into(), errors, dlq);
+    Pipeline::new(connector, &Props::new(), reporter).expect("pipeline")
+}
+
+/// Task 0 of connector `c`, generation 1, committing every `flush_interval`.
+pub fn unit(flush_interval: std::time::Duration) -> LoopUnit {
+    LoopUnit {
+        label: "c-0".into(),
+        name: "c".into(),
+        task: 0,
+        generation: 1,
+        flush_interval,
+        commit_group: false,
     }
 }

@@ -311,13 +311,7 @@ impl Chain {
 pub fn list(config: &BTreeMap<String, String>, key: &str) -> Vec<String> {
     config
         .get(key)
-        .map(|v| {
-            v.split(',')
-                .map(str::trim)
-                .filter(|s| !s.is_empty())
-                .map(str::to_string)
-                .collect()
-        })
+        .map(|v| crate::config::split_list(v))
         .unwrap_or_default()
 }
 

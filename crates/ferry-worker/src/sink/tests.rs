@@ -8,16 +8,13 @@ use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use ferry_connect::config::props;
-use ferry_connect::errors::ErrorSettings;
 use ferry_connect::task::Props;
 use rdkafka::error::KafkaResult;
 use rdkafka::message::{OwnedMessage, Timestamp};
 use tokio::time::Instant;
 
 use super::*;
-use crate::dlq::DeadLetterQueue;
-use crate::fakes::{show, FakeControl, FakeDlq, Log};
-use crate::report::Reporter;
+use crate::fakes::{self, show, FakeControl, Log};
 
 fn tp(partition: i32) -> TopicPartition {
     TopicPartition::new("t", partition)
@@ -205,22 +202,7 @@ fn start(values: &[&str], config: &[(&str, &str)], script: Script, dlq_fails: bo
     let mut connector: Props = props(&[("value.converter", "JsonConverter")]);
     connector.insert("value.converter.schemas.enable".into(), "false".into());
     connector.extend(props(config));
-    let errors = ErrorSettings::from_config(&connector).expect("error settings");
-    let dlq = errors.dlq_topic.as_ref().map(|_| {
-        Box::new(FakeDlq {
-            log: log.clone(),
-            fails: dlq_fails,
-        }) as Box<dyn DeadLetterQueue>
-    });
-    let reporter = Reporter::new(
-        "sink-0".into(),
-        "sink".into(),
-        0,
-        "FakeSink".into(),
-        errors,
-        dlq,
-    );
-    let pipeline = Pipeline::new(&connector, &Props::new(), reporter).expect("pipeline");
+    let pipeline = fakes::pipeline(&connector, &log, dlq_fails);
     let rewinds = Arc::new(Rewinds::default());
     let puts = Arc::new(Mutex::new(Vec::new()));
     let task = FakeTask {
@@ -231,16 +213,8 @@ fn start(values: &[&str], config: &[(&str, &str)], script: Script, dlq_fails: bo
     };
     let (stop, stop_rx) = watch::channel(false);
     let (target, mut target_rx) = watch::channel(TargetState::Running);
-    let unit = LoopUnit {
-        label: "sink-0".into(),
-        name: "sink".into(),
-        task: 0,
-        generation: 1,
-        flush_interval: FLUSH,
-        commit_group: false,
-    };
     let mut sink = SinkLoop::new(
-        unit,
+        fakes::unit(FLUSH),
         FakeControl { log: log.clone() },
         Box::new(task),
         Some(Shared(consumer.clone())),

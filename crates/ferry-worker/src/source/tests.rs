@@ -9,16 +9,13 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use ferry_connect::config::props;
-use ferry_connect::errors::ErrorSettings;
 use ferry_connect::task::Props;
 use rdkafka::error::KafkaError;
 use rdkafka::message::{OwnedMessage, Timestamp};
 use rdkafka::types::RDKafkaErrorCode;
 
 use super::*;
-use crate::dlq::DeadLetterQueue;
-use crate::fakes::{FakeControl, FakeDlq, Log};
-use crate::report::Reporter;
+use crate::fakes::{self, FakeControl, Log};
 
 /// The producer: every delivery waits until the test releases them; the records whose values
 /// are listed are refused by the "broker".
@@ -121,22 +118,7 @@ fn start(to: u64, per_poll: u64, config: &[(&str, &str)], refused: &[&str], rele
         ("value.converter", "StringConverter"),
     ]);
     connector.extend(props(config));
-    let errors = ErrorSettings::from_config(&connector).expect("error settings");
-    let dlq = errors.dlq_topic.as_ref().map(|_| {
-        Box::new(FakeDlq {
-            log: log.clone(),
-            fails: false,
-        }) as Box<dyn DeadLetterQueue>
-    });
-    let reporter = Reporter::new(
-        "src-0".into(),
-        "src".into(),
-        0,
-        "FakeSource".into(),
-        errors,
-        dlq,
-    );
-    let pipeline = Pipeline::new(&connector, &Props::new(), reporter).expect("pipeline");
+    let pipeline = fakes::pipeline(&connector, &log, false);
     let (release, released_rx) = watch::channel(released);
     let producer = FakeProducer {
         released: released_rx,
@@ -151,16 +133,8 @@ fn start(to: u64, per_poll: u64, config: &[(&str, &str)], refused: &[&str], rele
     };
     let (stop, stop_rx) = watch::channel(false);
     let (target, mut target_rx) = watch::channel(TargetState::Running);
-    let unit = LoopUnit {
-        label: "src-0".into(),
-        name: "src".into(),
-        task: 0,
-        generation: 1,
-        flush_interval: FLUSH,
-        commit_group: false,
-    };
     let mut source = SourceLoop::new(
-        unit,
+        fakes::unit(FLUSH),
         FakeControl { log: log.clone() },
         Box::new(task),
         producer,
