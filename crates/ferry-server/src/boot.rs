@@ -25,6 +25,7 @@ use tracing::{error, info, warn};
 use crate::api::Api;
 use crate::bootstrap::{decide, initializer, Decision};
 use crate::config::ClusterConfig;
+use crate::manage::Core;
 use crate::plugins::plugins;
 use crate::scheduler;
 use ferry_connect::task::WallClock;
@@ -93,13 +94,13 @@ pub async fn run(config: ClusterConfig, mut shutdown: watch::Receiver<bool>) -> 
         bootstrap_servers: k.bootstrap_servers.clone(),
         properties: k.properties.clone(),
     });
-    let api = Api::new(
+    let api = Api::new(Core::new(
         node.clone(),
         plugins.as_ref().clone(),
         config.target_voters,
         config.limits.clone(),
         kafka.clone(),
-    );
+    ));
     let api_server = tonic::transport::Server::builder()
         .add_service(
             // A request may be as large as the largest entry it can make (a config, a backup

@@ -7,6 +7,7 @@ mod config;
 mod error;
 mod fatal;
 mod limits;
+mod manage;
 mod plugins;
 mod scheduler;
 

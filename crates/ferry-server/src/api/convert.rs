@@ -220,6 +220,39 @@ pub fn config_map(config: &std::collections::HashMap<String, String>) -> BTreeMa
         .collect()
 }
 
+/// The tasks of a connector with their configs (secrets redacted), workers, generations and
+/// sink partitions; `None` if it does not exist.
+pub fn tasks(state: &ClusterState, name: &str) -> Option<Vec<pb::TaskInfo>> {
+    let connector = state.connectors.get(name)?;
+    let assignment = state.assignments.get(name);
+    Some(
+        connector
+            .task_configs()
+            .iter()
+            .enumerate()
+            .map(|(i, config)| {
+                let a = assignment.and_then(|a| a.tasks.get(&(i as u32)));
+                pb::TaskInfo {
+                    id: i as u32,
+                    config: config.redacted().into_iter().collect(),
+                    worker_id: worker_id(state, a.and_then(|a| a.worker)),
+                    generation: a.map_or(0, |a| a.generation),
+                    partitions: state
+                        .sink_partitions
+                        .get(name)
+                        .and_then(|p| p.get(&(i as u32)))
+                        .map(|tps| {
+                            tps.iter()
+                                .map(|tp| format!("{}-{}", tp.topic, tp.partition))
+                                .collect()
+                        })
+                        .unwrap_or_default(),
+                }
+            })
+            .collect(),
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
