@@ -347,9 +347,9 @@ fn add_node_keeps_quorum_when_an_original_voter_dies_and_remove_node_leaves_a_he
 
 #[test]
 fn a_write_retried_after_its_node_died_is_applied_exactly_once() {
-    // The API logs each write it takes (with its request id) at debug.
+    // The management core logs each write it takes (with its request id) at debug.
     let settings = Settings {
-        log_filter: "info,openraft=warn,ferryd::api=debug".into(),
+        log_filter: "info,openraft=warn,ferryd::manage=debug".into(),
         ..Settings::default()
     };
     let (mut cluster, leader) = started(3, settings);

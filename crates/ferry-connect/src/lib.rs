@@ -13,6 +13,7 @@ pub mod plugin;
 pub mod record;
 pub mod task;
 pub mod topic_creation;
+pub mod topics;
 pub mod transform;
 pub mod validate;
 pub mod values;

@@ -269,16 +269,16 @@ fn check_key(key: &ConfigKey, value: Option<&String>) -> FieldResult {
     field
 }
 
-/// A sink needs exactly one of `topics` and `topics.regex` (Kafka Connect's rule).
+/// A sink needs exactly one of `topics` and `topics.regex` ([`crate::topics::Topics`]); a
+/// pattern that does not compile is reported by its property's validator.
 fn check_topics(config: &BTreeMap<String, String>, validation: &mut Validation) {
-    let given = |k: &str| config.get(k).is_some_and(|v| !v.trim().is_empty());
-    let message = match (given("topics"), given("topics.regex")) {
-        (true, true) => "topics and topics.regex are mutually exclusive; set only one",
-        (false, false) => "must configure one of topics or topics.regex",
-        _ => return,
-    };
-    if let Some(field) = validation.field("topics") {
-        field.errors.push(message.to_string());
+    if let Err(e) = crate::topics::Topics::of(config) {
+        let (property, problem) = e.problem("topics");
+        if property == "topics" {
+            if let Some(field) = validation.field("topics") {
+                field.errors.push(problem);
+            }
+        }
     }
 }
 

@@ -30,7 +30,7 @@ use crate::plugins::plugins;
 use crate::scheduler;
 use ferry_connect::task::WallClock;
 use ferry_worker::lease::Lease;
-use ferry_worker::{KafkaSettings, LeaseSettings, Runtime, RuntimeSettings};
+use ferry_worker::{LeaseSettings, Runtime, RuntimeSettings};
 use std::sync::Arc;
 
 /// How long a bootstrap probe of a peer may take.
@@ -90,10 +90,7 @@ pub async fn run(config: ClusterConfig, mut shutdown: watch::Receiver<bool>) -> 
         .add_service(PeerService::server(node.clone()))
         .serve_with_incoming_shutdown(incoming(peer_listener), signalled(peer_stop));
     let plugins = Arc::new(plugins());
-    let kafka = config.kafka.as_ref().map(|k| KafkaSettings {
-        bootstrap_servers: k.bootstrap_servers.clone(),
-        properties: k.properties.clone(),
-    });
+    let kafka = config.kafka.clone();
     let api = Api::new(Core::new(
         node.clone(),
         plugins.as_ref().clone(),

@@ -6,6 +6,7 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use ferry_worker::KafkaSettings;
 use serde::Deserialize;
 
 #[derive(Debug, thiserror::Error)]
@@ -253,17 +254,6 @@ impl Default for WorkerSettings {
             converters: std::collections::BTreeMap::new(),
         }
     }
-}
-
-#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
-#[serde(deny_unknown_fields)]
-pub struct KafkaSettings {
-    /// `bootstrap.servers`: comma-separated `host:port` list.
-    pub bootstrap_servers: String,
-    /// Passed to librdkafka as they are (`security.protocol`, `sasl.*`, `ssl.*`, …), except
-    /// the few Ferry sets itself.
-    #[serde(default)]
-    pub properties: BTreeMap<String, String>,
 }
 
 /// librdkafka properties Ferry manages itself: setting them would break assignment or offsets.

@@ -7,11 +7,15 @@ use ferry_meta::state::TopicPartitionRef;
 use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{BaseConsumer, Consumer};
 
-/// How Ferry reaches Kafka.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+/// How Ferry reaches Kafka: `cluster.toml`'s `[kafka]`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct KafkaSettings {
+    /// `bootstrap.servers`: comma-separated `host:port` list.
     pub bootstrap_servers: String,
-    /// Passed to librdkafka as they are.
+    /// Passed to librdkafka as they are (`security.protocol`, `sasl.*`, `ssl.*`, …), except
+    /// the few Ferry sets itself.
+    #[serde(default)]
     pub properties: BTreeMap<String, String>,
 }
 
@@ -28,39 +32,6 @@ impl KafkaSettings {
             }
         }
         config
-    }
-}
-
-/// Which topics a sink connector consumes: `topics` or `topics.regex`.
-#[derive(Clone, Debug)]
-pub enum Topics {
-    List(BTreeSet<String>),
-    Regex(regex::Regex),
-}
-
-impl Topics {
-    /// From a sink connector's config; `None` if it names neither.
-    pub fn of(config: &BTreeMap<String, String>) -> Option<Topics> {
-        if let Some(list) = config.get("topics").filter(|t| !t.trim().is_empty()) {
-            return Some(Topics::List(
-                list.split(',')
-                    .map(|t| t.trim().to_string())
-                    .filter(|t| !t.is_empty())
-                    .collect(),
-            ));
-        }
-        let pattern = config.get("topics.regex")?;
-        // Kafka Connect matches the whole topic name.
-        regex::Regex::new(&format!("^(?:{pattern})$"))
-            .ok()
-            .map(Topics::Regex)
-    }
-
-    pub fn matches(&self, topic: &str) -> bool {
-        match self {
-            Topics::List(list) => list.contains(topic),
-            Topics::Regex(re) => re.is_match(topic) && !topic.starts_with("__"),
-        }
     }
 }
 
@@ -93,23 +64,5 @@ impl Metadata {
                 })
             })
             .collect())
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn topics_from_a_list_or_a_whole_name_regex() {
-        let list: BTreeMap<String, String> = [("topics".to_string(), "a, b".to_string())].into();
-        let t = Topics::of(&list).expect("topics");
-        assert!(t.matches("a") && t.matches("b") && !t.matches("c"));
-        let re: BTreeMap<String, String> =
-            [("topics.regex".to_string(), "dst_.*".to_string())].into();
-        let t = Topics::of(&re).expect("regex");
-        assert!(t.matches("dst_table01"));
-        assert!(!t.matches("x_dst_table01"), "the whole name must match");
-        assert!(Topics::of(&BTreeMap::new()).is_none());
     }
 }

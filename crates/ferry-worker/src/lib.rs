@@ -19,7 +19,7 @@ mod source;
 mod takeover;
 pub mod unit;
 
-pub use kafka::{KafkaSettings, Metadata, Topics};
+pub use kafka::{KafkaSettings, Metadata};
 pub use lease::LeaseSettings;
 pub use runtime::Runtime;
 pub use unit::RuntimeSettings;

@@ -10,10 +10,11 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use ferry_connect::topics::Topics;
 use ferry_connect::{PluginDesc, PluginKind};
 use ferry_meta::state::{Command, TopicPartitionRef};
 use ferry_meta::{ClusterState, MetaNode, NodeId, Request};
-use ferry_worker::{KafkaSettings, Metadata, Topics};
+use ferry_worker::{KafkaSettings, Metadata};
 use tokio::sync::watch;
 use tracing::{debug, info, warn};
 
@@ -114,7 +115,7 @@ fn sink_partition_commands(
         if !sink || connector.task_count() == 0 {
             continue;
         }
-        let Some(topics) = Topics::of(&connector.config.0) else {
+        let Ok(topics) = Topics::of(&connector.config.0) else {
             continue;
         };
         let mine: BTreeSet<TopicPartitionRef> = partitions
