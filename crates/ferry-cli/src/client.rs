@@ -9,7 +9,7 @@ use tonic::{Code, Status};
 
 /// What went wrong, with the exit code a script can rely on.
 #[derive(Debug)]
-pub struct Failure {
+pub struct CliError {
     pub code: u8,
     pub message: String,
 }
@@ -20,9 +20,9 @@ pub const EXIT_INVALID: u8 = 4;
 pub const EXIT_UNAVAILABLE: u8 = 5;
 pub const EXIT_CONFLICT: u8 = 6;
 
-impl Failure {
+impl CliError {
     pub fn new(code: u8, message: impl Into<String>) -> Self {
-        Failure {
+        CliError {
             code,
             message: message.into(),
         }
@@ -45,7 +45,7 @@ impl Failure {
             }
             _ => status.message().to_string(),
         };
-        Failure { code, message }
+        CliError { code, message }
     }
 }
 
@@ -61,14 +61,14 @@ pub struct Servers {
 }
 
 impl Servers {
-    pub fn parse(list: &str) -> Result<Self, Failure> {
+    pub fn parse(list: &str) -> Result<Self, CliError> {
         let addrs: Vec<String> = list
             .split(',')
             .map(|a| a.trim().trim_start_matches("http://").to_string())
             .filter(|a| !a.is_empty())
             .collect();
         if addrs.is_empty() {
-            return Err(Failure::new(
+            return Err(CliError::new(
                 EXIT_INVALID,
                 "--server is empty: give host:port of a Ferry node",
             ));
@@ -76,10 +76,10 @@ impl Servers {
         Ok(Servers { addrs })
     }
 
-    fn client(addr: &str) -> Result<ManagementClient<Channel>, Failure> {
+    fn client(addr: &str) -> Result<ManagementClient<Channel>, CliError> {
         let endpoint = Endpoint::from_shared(format!("http://{addr}"))
             .map_err(|e| {
-                Failure::new(
+                CliError::new(
                     EXIT_INVALID,
                     format!("--server {addr:?} is not host:port: {e}"),
                 )
@@ -94,7 +94,7 @@ impl Servers {
     /// has no reachable leader is skipped, and the leader it names (if any) is tried too: the
     /// CLI follows the leader. Any other answer is final. Writes carry their request id into
     /// every attempt, so a retry applies once.
-    pub async fn call<T, F, Fut>(&self, call: F) -> Result<T, Failure>
+    pub async fn call<T, F, Fut>(&self, call: F) -> Result<T, CliError>
     where
         F: Fn(ManagementClient<Channel>) -> Fut,
         Fut: std::future::Future<Output = Result<tonic::Response<T>, Status>>,
@@ -108,17 +108,17 @@ impl Servers {
             match call(client.clone()).await {
                 Ok(reply) => return Ok(reply.into_inner()),
                 Err(status) if retriable(&status) => {
-                    problems.push(Failure::from_status(&addr, &status).message);
+                    problems.push(CliError::from_status(&addr, &status).message);
                     if let Some(leader) = leader_of(client).await {
                         if !addrs.contains(&leader) {
                             addrs.push(leader);
                         }
                     }
                 }
-                Err(status) => return Err(Failure::from_status(&addr, &status)),
+                Err(status) => return Err(CliError::from_status(&addr, &status)),
             }
         }
-        Err(Failure::new(
+        Err(CliError::new(
             EXIT_UNAVAILABLE,
             format!("no Ferry node answered ({})", problems.join("; ")),
         ))

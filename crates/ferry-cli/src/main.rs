@@ -14,7 +14,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 use ferry_proto::management as pb;
 
-use client::{Failure, Servers, EXIT_INVALID};
+use client::{CliError, Servers, EXIT_INVALID};
 use output::Format;
 
 #[derive(Parser, Debug)]
@@ -165,8 +165,8 @@ fn main() -> ExitCode {
     }
 }
 
-fn invalid(e: anyhow::Error) -> Failure {
-    Failure::new(EXIT_INVALID, format!("{e:#}"))
+fn invalid(e: anyhow::Error) -> CliError {
+    CliError::new(EXIT_INVALID, format!("{e:#}"))
 }
 
 fn write_request(name: &str, request_id: &str) -> pb::WriteConnectorRequest {
@@ -176,7 +176,7 @@ fn write_request(name: &str, request_id: &str) -> pb::WriteConnectorRequest {
     }
 }
 
-async fn run(cli: Cli) -> Result<(), Failure> {
+async fn run(cli: Cli) -> Result<(), CliError> {
     let servers = Servers::parse(&cli.server)?;
     let out = cli.output;
     // One id per invocation: every retry of this write, on any node, applies once.
@@ -219,7 +219,7 @@ async fn run(cli: Cli) -> Result<(), Failure> {
                 .call(|mut c| async move { c.backup(pb::Empty {}).await })
                 .await?;
             std::fs::write(&path, &reply.data).map_err(|e| {
-                Failure::new(
+                CliError::new(
                     EXIT_INVALID,
                     format!("cannot write {}: {e}", path.display()),
                 )
@@ -228,7 +228,7 @@ async fn run(cli: Cli) -> Result<(), Failure> {
         }
         Top::Cluster(Cluster::Restore { file }) => {
             let data = std::fs::read(&file).map_err(|e| {
-                Failure::new(EXIT_INVALID, format!("cannot read {}: {e}", file.display()))
+                CliError::new(EXIT_INVALID, format!("cannot read {}: {e}", file.display()))
             })?;
             let req = pb::RestoreRequest {
                 data,
@@ -258,7 +258,7 @@ async fn connectors(
     out: Format,
     rid: &str,
     command: Connectors,
-) -> Result<(), Failure> {
+) -> Result<(), CliError> {
     match command {
         Connectors::List => {
             let reply = servers
@@ -271,7 +271,7 @@ async fn connectors(
             let parsed =
                 input::parse_connector(&text, &file.display().to_string()).map_err(invalid)?;
             let name = parsed.name.clone().ok_or_else(|| {
-                Failure::new(
+                CliError::new(
                     EXIT_INVALID,
                     format!("{}: \"name\" is missing", file.display()),
                 )
@@ -341,7 +341,7 @@ async fn connectors(
                 .await?;
             output::validation(out, &reply);
             if reply.error_count > 0 {
-                return Err(Failure::new(
+                return Err(CliError::new(
                     EXIT_INVALID,
                     format!("{} error(s) in the config", reply.error_count),
                 ));
@@ -473,7 +473,7 @@ async fn connectors(
                 match stream.message().await {
                     Ok(Some(event)) => output::event(out, &event),
                     Ok(None) => break,
-                    Err(status) => return Err(Failure::from_status("the server", &status)),
+                    Err(status) => return Err(CliError::from_status("the server", &status)),
                 }
             }
         }
@@ -483,9 +483,9 @@ async fn connectors(
 
 /// The answer to a create or a config change: the stored connector, or the refusal with
 /// every property's errors (exit 4).
-fn stored(out: Format, reply: &pb::ConnectorInfo) -> Result<(), Failure> {
+fn stored(out: Format, reply: &pb::ConnectorInfo) -> Result<(), CliError> {
     match &reply.refused {
-        Some(validation) => Err(Failure::new(
+        Some(validation) => Err(CliError::new(
             EXIT_INVALID,
             output::refused(out, &reply.name, validation),
         )),
@@ -509,7 +509,7 @@ async fn set_target(
     rid: &str,
     name: &str,
     target: Target,
-) -> Result<(), Failure> {
+) -> Result<(), CliError> {
     servers
         .call(|mut c| {
             let req = write_request(name, rid);

@@ -212,8 +212,8 @@ pub fn non_empty(value: &str) -> Result<(), String> {
 /// The properties every connector has (Kafka Connect's `ConnectorConfig`).
 pub fn connector_common() -> ConfigDef {
     let mut def = connector_own();
-    def.extend(crate::errors::connector_config());
-    def.extend(crate::errors::dead_letter_config());
+    def.extend(crate::error_handling::connector_config());
+    def.extend(crate::error_handling::dead_letter_config());
     def
 }
 

@@ -7,7 +7,7 @@ pub mod converter;
 pub mod data;
 pub mod datefmt;
 pub mod error;
-pub mod errors;
+pub mod error_handling;
 pub mod logical;
 pub mod plugin;
 pub mod record;
@@ -16,7 +16,7 @@ pub mod topic_creation;
 pub mod topics;
 pub mod transform;
 pub mod validate;
-pub mod values;
+pub mod value_text;
 
 pub use config::{ConfigDef, ConfigKey, ConfigType, Importance, Support};
 pub use converter::Converter;

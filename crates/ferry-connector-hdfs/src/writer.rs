@@ -48,7 +48,7 @@ struct OpenFile {
 }
 
 /// Where the writer is between records.
-enum Stage {
+enum Phase {
     Writing,
     /// Files closed; the commit is to be proposed (again, if the answer was lost).
     Proposing(SinkCommit),
@@ -68,7 +68,7 @@ pub struct PartitionWriter {
     /// The task's write counter when this partition was last written (for the open-file
     /// limit).
     pub last_written: u64,
-    stage: Stage,
+    phase: Phase,
 }
 
 fn same_schema(a: &Option<Arc<Schema>>, b: &Option<Arc<Schema>>) -> bool {
@@ -125,7 +125,7 @@ impl PartitionWriter {
             records: 0,
             first_time: None,
             last_written: 0,
-            stage: Stage::Writing,
+            phase: Phase::Writing,
         })
     }
 
@@ -150,7 +150,7 @@ impl PartitionWriter {
 
     /// Whether records wait for a commit.
     pub fn has_pending(&self) -> bool {
-        !self.files.is_empty() || self.start != self.next || !matches!(self.stage, Stage::Writing)
+        !self.files.is_empty() || self.start != self.next || !matches!(self.phase, Phase::Writing)
     }
 
     /// The record time of the first record of the open files.
@@ -293,7 +293,7 @@ impl PartitionWriter {
             }
             payload.insert(tmp, target);
         }
-        self.stage = Stage::Proposing(SinkCommit {
+        self.phase = Phase::Proposing(SinkCommit {
             partition: self.tp.clone(),
             start,
             next,
@@ -345,7 +345,7 @@ impl PartitionWriter {
 
     /// Drive a commit in progress to its end: propose it, then rename.
     async fn settle(&mut self, shared: &Shared) -> Result<()> {
-        if let Stage::Proposing(commit) = &self.stage {
+        if let Phase::Proposing(commit) = &self.phase {
             let accepted = match shared.committer.commit(commit.clone()).await? {
                 CommitOutcome::Committed => true,
                 // Applied before, its answer lost: the same commit.
@@ -366,17 +366,17 @@ impl PartitionWriter {
             }
             let next = commit.next;
             let renames = commit.payload.clone().into_iter().collect();
-            self.stage = Stage::Renaming(renames);
+            self.phase = Phase::Renaming(renames);
             self.start = Some(next);
         }
-        if let Stage::Renaming(renames) = &mut self.stage {
+        if let Phase::Renaming(renames) = &mut self.phase {
             while let Some((tmp, target)) = renames.last() {
                 if shared.storage.rename(tmp, target).await? == Renamed::Missing {
                     warn!(file = %target, "an accepted file is missing and so is its temporary file");
                 }
                 renames.pop();
             }
-            self.stage = Stage::Writing;
+            self.phase = Phase::Writing;
         }
         Ok(())
     }

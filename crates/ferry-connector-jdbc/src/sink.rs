@@ -289,19 +289,19 @@ impl JdbcSinkTask {
             match outcome {
                 Ok(()) => break,
                 // A record's own fault in the batch: once more, record by record.
-                Err(Failure::Data) if !replay => {
+                Err(Rollback::Data) if !replay => {
                     debug!("a record failed in the batch: writing it record by record");
                     replay = true;
                 }
-                Err(Failure::Data) => {
+                Err(Rollback::Data) => {
                     return Err(ConnectError::fatal(
                         "a record failed again in a replay that had reported it",
                     ))
                 }
-                Err(Failure::Record(e)) => return Err(e),
-                Err(Failure::Fenced(message)) => return Err(ConnectError::fatal(message)),
-                Err(Failure::Db(what, e)) => return Err(self.failed(&what, e)),
-                Err(Failure::Other(e)) => return Err(e),
+                Err(Rollback::Record(e)) => return Err(e),
+                Err(Rollback::Fenced(message)) => return Err(ConnectError::fatal(message)),
+                Err(Rollback::Db(what, e)) => return Err(self.failed(&what, e)),
+                Err(Rollback::Other(e)) => return Err(e),
             }
         }
         self.next.extend(ends);
@@ -309,8 +309,8 @@ impl JdbcSinkTask {
     }
 }
 
-/// Why a transaction did not commit.
-enum Failure {
+/// Why a transaction rolled back.
+enum Rollback {
     /// A data error in a batch written at once: replay it record by record.
     Data,
     /// A record failed and nothing tolerates it (or reporting it failed).
@@ -335,10 +335,10 @@ async fn transaction(
     ends: &BTreeMap<TopicPartition, i64>,
     replay: bool,
     reporter: Option<&dyn ErrantRecordReporter>,
-) -> std::result::Result<(), Failure> {
+) -> std::result::Result<(), Rollback> {
     let db = |what: &str| {
         let what = what.to_string();
-        move |e| Failure::Db(what, e)
+        move |e| Rollback::Db(what, e)
     };
     let tx = client.transaction().await.map_err(db("begin"))?;
     let (connector, generation) = (writer.connector, writer.generation);
@@ -359,7 +359,7 @@ async fn transaction(
             let next: i64 = row.try_get(0).map_err(db("read the offsets"))?;
             let owner: i64 = row.try_get(1).map_err(db("read the offsets"))?;
             if owner > generation_i64 {
-                return Err(Failure::Fenced(format!(
+                return Err(Rollback::Fenced(format!(
                     "{tp}: fenced: the database's offsets belong to generation {owner}, newer than this task's {generation}"
                 )));
             }
@@ -405,8 +405,8 @@ async fn transaction(
         if !replay {
             match tx.execute(&statement, &refs).await {
                 Ok(_) => {}
-                Err(e) if is_data(&e) || is_bind(&e) => return Err(Failure::Data),
-                Err(e) => return Err(Failure::Db(format!("write {}", d.table(&row.table)), e)),
+                Err(e) if is_data(&e) || is_bind(&e) => return Err(Rollback::Data),
+                Err(e) => return Err(Rollback::Db(format!("write {}", d.table(&row.table)), e)),
             }
             continue;
         }
@@ -432,19 +432,19 @@ async fn transaction(
                 };
                 reported.push((*record, error));
             }
-            Err(e) => return Err(Failure::Db(format!("write {}", d.table(&row.table)), e)),
+            Err(e) => return Err(Rollback::Db(format!("write {}", d.table(&row.table)), e)),
         }
     }
     // What failed on its own is in the DLQ before the offsets pass it (or fails the task).
     for (record, error) in &reported {
         let Some(reporter) = reporter else {
-            return Err(Failure::Record(error.detached()));
+            return Err(Rollback::Record(error.detached()));
         };
         warn!(record = %at(record), error = %error.message, "record not written: reported");
         reporter
             .report(record, error)
             .await
-            .map_err(Failure::Other)?;
+            .map_err(Rollback::Other)?;
     }
     for (tp, end) in ends {
         // Never behind what the database holds (a batch it had already taken in full).
@@ -457,7 +457,7 @@ async fn transaction(
             .await
             .map_err(db("store the offsets"))?;
         if changed == 0 {
-            return Err(Failure::Fenced(format!(
+            return Err(Rollback::Fenced(format!(
                 "{tp}: fenced: a newer generation than this task's {generation} holds the database's offsets"
             )));
         }

@@ -13,10 +13,10 @@ use tracing::{debug, info, warn};
 
 use crate::error::MetaError;
 use crate::heal::{self, Boot, Member, Standing};
-use crate::network::{CallError, Network, PeerClient};
 use crate::peer::{
     Heartbeat, HeartbeatReply, ProbeReply, Proposal, ProposalError, ProposalReply, ReadIndexReply,
 };
+use crate::peer_client::{CallError, Network, PeerClient};
 use crate::state::{FerryNode, Outcome, Request, Response};
 use crate::store::{self, StateReader};
 use crate::types::{LogId, NodeId, Raft};

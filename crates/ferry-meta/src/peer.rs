@@ -7,8 +7,8 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use tonic::{Request as GrpcRequest, Response as GrpcResponse, Status};
 
-use crate::network::MAX_MESSAGE_BYTES;
 use crate::node::MetaNode;
+use crate::peer_client::MAX_MESSAGE_BYTES;
 use crate::state::{FerryNode, Request, Response};
 use crate::types::NodeId;
 

@@ -1,7 +1,6 @@
 //! `ferryd`: one Ferry node — a member of the Raft control plane and a worker.
 
 mod api;
-mod boot;
 mod bootstrap;
 mod config;
 mod error;
@@ -10,6 +9,7 @@ mod limits;
 mod manage;
 mod plugins;
 mod scheduler;
+mod startup;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -89,7 +89,7 @@ fn main() -> ExitCode {
             let _ = stop_tx.send(true);
             exit_after(bound);
         });
-        match boot::run(config, stop_rx).await {
+        match startup::run(config, stop_rx).await {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {
                 error!(error = %format!("{e:#}"), "ferryd failed");

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::sync::Mutex;
 use std::time::Duration;
 
-use ferry_connect::errors::{context_headers, ErrorSettings, FailureContext};
+use ferry_connect::error_handling::{context_headers, ErrorSettings, FailureContext};
 use ferry_connect::ConnectError;
 use rdkafka::message::{Header as KafkaHeader, Headers, Message, OwnedHeaders};
 use rdkafka::producer::{DeliveryFuture, FutureProducer, FutureRecord};

@@ -6,7 +6,7 @@ use std::future::Future;
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
-use ferry_connect::errors::{ErrorSettings, FailureContext};
+use ferry_connect::error_handling::{ErrorSettings, FailureContext};
 use ferry_connect::task::Props;
 use ferry_connect::{ConnectError, TopicPartition};
 use ferry_meta::state::{Command, TargetState};

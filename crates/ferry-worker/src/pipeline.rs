@@ -6,7 +6,7 @@
 use std::sync::Arc;
 
 use ferry_connect::converter::HeaderConverter;
-use ferry_connect::errors::ErrorSettings;
+use ferry_connect::error_handling::ErrorSettings;
 use ferry_connect::task::Props;
 use ferry_connect::transform::{Applied, Chain};
 use ferry_connect::{ConnectError, Converter, Header, SinkRecord, SourceRecord, Stage, Value};

@@ -8,7 +8,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Mutex;
 
 use async_trait::async_trait;
-use ferry_connect::errors::{ErrorSettings, FailureContext, Tolerance};
+use ferry_connect::error_handling::{ErrorSettings, FailureContext, Tolerance};
 use ferry_connect::task::ErrantRecordReporter;
 use ferry_connect::{ConnectError, SinkRecord, Stage};
 use tracing::warn;

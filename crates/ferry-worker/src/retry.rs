@@ -4,7 +4,7 @@
 //! A unit asked to stop stops waiting.
 //!
 //! ```ignore
-//! let mut retry = Retry::new(&errors, "put");
+//! let mut retry = Retries::new(&errors, "put");
 //! loop {
 //!     match task.put(records.clone()).await {
 //!         Ok(()) => break,
@@ -15,24 +15,24 @@
 
 use std::time::Instant;
 
-use ferry_connect::errors::ErrorSettings;
+use ferry_connect::error_handling::ErrorSettings;
 use ferry_connect::ConnectError;
 use tokio::sync::watch;
 use tracing::warn;
 
 use crate::unit::{stopped, Failure};
 
-pub struct Retry<'a> {
+pub struct Retries<'a> {
     errors: &'a ErrorSettings,
     what: &'static str,
     started: Instant,
     attempt: u32,
 }
 
-impl<'a> Retry<'a> {
+impl<'a> Retries<'a> {
     /// Retries of one operation; `what` names it in logs and in the final error.
     pub fn new(errors: &'a ErrorSettings, what: &'static str) -> Self {
-        Retry {
+        Retries {
             errors,
             what,
             started: Instant::now(),

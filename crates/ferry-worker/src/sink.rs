@@ -23,7 +23,7 @@ use tracing::{debug, info, instrument, warn};
 use crate::dlq::Original;
 use crate::pipeline::Pipeline;
 use crate::report::Held;
-use crate::retry::Retry;
+use crate::retry::Retries;
 use crate::unit::{
     lifecycle, started, stopped, Control, Failure, LoopUnit, RaftCommitter, UnitCtx,
 };
@@ -274,7 +274,7 @@ impl<C: SinkConsumer, P: Control> SinkLoop<C, P> {
         rewound: &mut HashSet<TopicPartition>,
     ) -> Result<(), Failure> {
         let errors = self.pipeline.errors.clone();
-        let mut retry = Retry::new(&errors, "put");
+        let mut retry = Retries::new(&errors, "put");
         loop {
             let put = self.task.put(&records).await;
             let now = self.rewind()?;
@@ -295,7 +295,7 @@ impl<C: SinkConsumer, P: Control> SinkLoop<C, P> {
     /// The task's time-based work, retried as `put` is.
     async fn tick(&mut self) -> Result<(), Failure> {
         let errors = self.pipeline.errors.clone();
-        let mut retry = Retry::new(&errors, "tick");
+        let mut retry = Retries::new(&errors, "tick");
         loop {
             let tick = self.task.tick().await;
             self.rewind()?;
@@ -331,7 +331,7 @@ impl<C: SinkConsumer, P: Control> SinkLoop<C, P> {
         // The records skipped since the last commit are in the DLQ before their offsets move.
         self.pipeline.reporter.flush().await?;
         let errors = self.pipeline.errors.clone();
-        let mut retry = Retry::new(&errors, "flush");
+        let mut retry = Retries::new(&errors, "flush");
         let allowed = loop {
             match self.task.pre_commit(&self.next).await {
                 Ok(allowed) => break allowed,

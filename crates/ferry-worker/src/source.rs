@@ -28,7 +28,7 @@ use tracing::{debug, info, instrument};
 use crate::admin::SourceTopics;
 use crate::dlq::Original;
 use crate::pipeline::Pipeline;
-use crate::retry::Retry;
+use crate::retry::Retries;
 use crate::unit::{
     lifecycle, started, stopped, CommittedSourceOffsets, Control, Failure, LoopUnit, UnitCtx,
 };
@@ -37,7 +37,7 @@ use crate::unit::{
 const PRODUCER_CLASS: &str = "org.apache.kafka.clients.producer.KafkaProducer";
 
 /// A source record's partition and offset, as JSON texts.
-type Position = (String, String);
+type SourcePosition = (String, String);
 
 /// In-flight records before the loop waits for deliveries.
 const MAX_IN_FLIGHT: usize = 50_000;
@@ -122,7 +122,7 @@ pub struct SourceLoop<Pr: SourceProducer, P: Control> {
     stop: watch::Receiver<bool>,
     /// Creates the topics it writes to before their first record (KIP-158), if configured.
     topics: Option<SourceTopics>,
-    in_flight: Vec<(Pr::Delivery, Position)>,
+    in_flight: Vec<(Pr::Delivery, SourcePosition)>,
     /// Latest offset per source partition among the records sent (JSON texts).
     sent: BTreeMap<String, String>,
     committed: BTreeMap<String, String>,
@@ -202,7 +202,7 @@ impl<Pr: SourceProducer, P: Control> SourceLoop<Pr, P> {
 
     async fn send_batch(&mut self) -> Result<usize, Failure> {
         let errors = self.pipeline.errors.clone();
-        let mut retry = Retry::new(&errors, "poll");
+        let mut retry = Retries::new(&errors, "poll");
         let records = loop {
             match self.task.poll().await {
                 Ok(records) => break records,
@@ -239,7 +239,7 @@ impl<Pr: SourceProducer, P: Control> SourceLoop<Pr, P> {
         at: (String, i32, i64),
         stage: Stage,
         class: String,
-        position: &Position,
+        position: &SourcePosition,
         original: &Original,
         error: ConnectError,
     ) -> Result<(), Failure> {
@@ -253,7 +253,7 @@ impl<Pr: SourceProducer, P: Control> SourceLoop<Pr, P> {
         &mut self,
         record: &SourceRecord,
         out: &Original,
-        position: &Position,
+        position: &SourcePosition,
     ) -> Result<(), Failure> {
         if let Some(topics) = &mut self.topics {
             topics.ensure(&record.topic).await?;

@@ -448,8 +448,8 @@ where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = Result<T, Failure>>,
 {
-    let errors = ferry_connect::errors::ErrorSettings::from_config(&ctx.connector_config)?;
-    let mut retry = crate::retry::Retry::new(&errors, "start");
+    let errors = ferry_connect::error_handling::ErrorSettings::from_config(&ctx.connector_config)?;
+    let mut retry = crate::retry::Retries::new(&errors, "start");
     loop {
         match start().await {
             Err(Failure::Task(e)) if e.is_retriable() => retry.after(e, stop, &ctx.label()).await?,

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use crate::data::{Schema, SchemaAndValue, Value};
 use crate::error::Result;
-use crate::values::{parse_text, to_text};
+use crate::value_text::{parse_text, to_text};
 
 use super::Converter;
 

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use crate::config::{non_empty, ConfigType};
 use crate::data::{Schema, SchemaType, Struct, Value};
 use crate::error::{ConnectError, Result};
-use crate::values::to_text;
+use crate::value_text::to_text;
 
 use super::fields::{require_map, require_struct, struct_schema};
 use super::{key, Applied, ConnectRecord, Part, Props, TransformClass, Transformation};

@@ -6,7 +6,7 @@ use crate::config::{non_empty, ConfigDef, ConfigType};
 use crate::data::{Schema, Struct, Value};
 use crate::error::{ConnectError, Result};
 use crate::record::Header;
-use crate::values::parse_text;
+use crate::value_text::parse_text;
 
 use super::fields::{require_map, require_struct, struct_schema};
 use super::{key, list, prop, Applied, ConnectRecord, Part, Props, TransformClass, Transformation};
