@@ -1,5 +1,7 @@
 use super::*;
+use crate::dialect::TableId;
 use ferry_connect::config::props;
+use ferry_connect::Support;
 
 #[test]
 fn the_seeds_url_user_and_password() {
