@@ -2,7 +2,9 @@
 //! the last one, and a check of the state afterwards.
 
 use super::*;
+use crate::redact::ConfigMap;
 use crate::state::TopicPartitionRef;
+use std::collections::BTreeMap;
 
 fn cfg(pairs: &[(&str, &str)]) -> ConfigMap {
     pairs.iter().map(|(k, v)| (*k, *v)).collect()

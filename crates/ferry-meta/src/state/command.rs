@@ -1,0 +1,420 @@
+//! The writes to the replicated state: a [`Request`] carries a [`Command`] (with its format and
+//! an optional request id); applying it gives a [`Response`], an [`Outcome`] or a
+//! [`Rejection`].
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+use super::model::*;
+use crate::redact::ConfigMap;
+use crate::NodeId;
+
+/// A write to the replicated state, with an optional client request id that makes a retry of the
+/// same write apply once, and the format its command needs (see `crate::format`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Request {
+    pub id: Option<String>,
+    pub format: u32,
+    pub command: Command,
+}
+
+impl Request {
+    pub fn new(id: impl Into<String>, command: Command) -> Self {
+        Request {
+            id: Some(id.into()),
+            format: command.format(),
+            command,
+        }
+    }
+
+    /// A write without a request id: applied as often as it is proposed.
+    pub fn anonymous(command: Command) -> Self {
+        Request {
+            id: None,
+            format: command.format(),
+            command,
+        }
+    }
+
+    /// How many bytes the request takes encoded, as the log stores it (counted, not kept).
+    pub fn encoded_len(&self) -> usize {
+        struct Count(usize);
+        impl std::io::Write for Count {
+            fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+                self.0 += buf.len();
+                Ok(buf.len())
+            }
+            fn flush(&mut self) -> std::io::Result<()> {
+                Ok(())
+            }
+        }
+        let mut count = Count(0);
+        // Encoding a request cannot fail (its maps have string keys); if it ever did, the
+        // count so far is a lower bound and Raft's own encoding reports the error.
+        let _ = serde_json::to_writer(&mut count, self);
+        count.0
+    }
+}
+
+/// A request as written: its command is decoded only if this build understands its format.
+#[derive(Serialize, Deserialize)]
+struct WireRequest {
+    id: Option<String>,
+    #[serde(default = "crate::format::base")]
+    format: u32,
+    command: serde_json::Value,
+}
+
+impl Serialize for Request {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let command = match &self.command {
+            Command::Unsupported { raw, .. } => raw.clone(),
+            known => serde_json::to_value(known).map_err(serde::ser::Error::custom)?,
+        };
+        WireRequest {
+            id: self.id.clone(),
+            format: self.format,
+            command,
+        }
+        .serialize(serializer)
+    }
+}
+
+impl<'de> Deserialize<'de> for Request {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let wire = WireRequest::deserialize(deserializer)?;
+        let command = if wire.format > crate::format::understood() {
+            Command::Unsupported {
+                format: wire.format,
+                raw: wire.command,
+            }
+        } else {
+            serde_json::from_value(wire.command).map_err(serde::de::Error::custom)?
+        };
+        Ok(Request {
+            id: wire.id,
+            format: wire.format,
+            command,
+        })
+    }
+}
+
+/// Shown in Raft's logs: the kind and the connector, never the config (it may hold secrets).
+impl fmt::Display for Request {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.command.kind())?;
+        if let Some(name) = self.command.connector() {
+            write!(f, "({name})")?;
+        }
+        if let Some(id) = &self.id {
+            write!(f, " req={id}")?;
+        }
+        Ok(())
+    }
+}
+
+/// Every change to [`ClusterState`].
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+pub enum Command {
+    /// Raise the cluster's feature level (format 2): only once every member understands it.
+    SetFeatureLevel {
+        level: u32,
+    },
+    /// Restore a backup into a cluster without connectors (format 2): see `crate::backup`.
+    RestoreState {
+        state: Box<ClusterState>,
+    },
+    /// A command of a format this build does not understand, kept as it was written so that
+    /// it is stored and passed on unchanged; applying it stops the node (see `crate::format`).
+    #[serde(skip)]
+    Unsupported {
+        format: u32,
+        raw: serde_json::Value,
+    },
+    /// Set once by the node that bootstrapped the cluster.
+    SetClusterId {
+        id: String,
+    },
+    /// Register or update a worker's addresses.
+    PutWorker {
+        id: NodeId,
+        node: FerryNode,
+    },
+    RemoveWorker {
+        id: NodeId,
+    },
+    /// Create (`create = true`: must not exist) or update a connector's config.
+    PutConnector {
+        name: String,
+        config: ConfigMap,
+        create: bool,
+        /// Compare-and-set: apply only if the current version is this.
+        expected_version: Option<u64>,
+    },
+    DeleteConnector {
+        name: String,
+    },
+    SetTargetState {
+        name: String,
+        target: TargetState,
+    },
+    /// Restart the connector instance and, with `include_tasks`, its tasks; with `only_failed`,
+    /// only those whose status is FAILED.
+    Restart {
+        name: String,
+        include_tasks: bool,
+        only_failed: bool,
+    },
+    RestartTask {
+        name: String,
+        task: u32,
+    },
+    /// Task configs generated from connector config version `version`: each task's own
+    /// part, with what they all share in `shared` (format 3; before it, `configs` are whole
+    /// and `shared` is absent). See [`crate::tasks::split`].
+    PutTaskConfigs {
+        name: String,
+        version: u64,
+        configs: Vec<ConfigMap>,
+        #[serde(default, skip_serializing_if = "ConfigMap::is_empty")]
+        shared: ConfigMap,
+    },
+    /// Assign (or, with `worker = None`, unassign) a connector instance (`task = None`) or task.
+    Assign {
+        name: String,
+        task: Option<u32>,
+        worker: Option<NodeId>,
+    },
+    /// Ask the owner of a unit to stop it, commit and release it, so that it can move without
+    /// a record written twice (format 4). Fenced by generation.
+    Revoke {
+        name: String,
+        task: Option<u32>,
+        generation: u64,
+    },
+    /// The owner stopped the unit and made its final commit under `generation`: the unit is
+    /// unassigned, to be assigned afresh (format 4). Fenced by generation.
+    Release {
+        name: String,
+        task: Option<u32>,
+        generation: u64,
+    },
+    /// A status report from the runtime, fenced by generation.
+    ReportStatus {
+        name: String,
+        task: Option<u32>,
+        generation: u64,
+        state: RunState,
+        worker: Option<NodeId>,
+        trace: Option<String>,
+    },
+    /// Sink offsets committed by a task, fenced by generation.
+    CommitSinkOffsets {
+        name: String,
+        task: u32,
+        generation: u64,
+        offsets: Vec<SinkOffset>,
+    },
+    /// An exactly-once sink's atomic commit of one partition: accepted only if the generation
+    /// is current and `start` equals the recorded next offset (or none is recorded).
+    CommitSinkRange {
+        name: String,
+        task: u32,
+        generation: u64,
+        topic: String,
+        partition: i32,
+        start: i64,
+        next: i64,
+        payload: BTreeMap<String, String>,
+    },
+    /// Source offsets committed by a task, fenced by generation.
+    CommitSourceOffsets {
+        name: String,
+        task: u32,
+        generation: u64,
+        offsets: Vec<SourceOffset>,
+    },
+    /// The topic-partitions of each task of a sink connector. Tasks whose partitions change get
+    /// a new generation (their old run is fenced).
+    SetSinkPartitions {
+        name: String,
+        partitions: BTreeMap<u32, Vec<TopicPartitionRef>>,
+    },
+    /// KIP-875: only while the connector is STOPPED. With `supersede` (format 5), the change
+    /// is marked ([`Offsets::altered_at`]) so that it wins over offsets a sink keeps elsewhere.
+    AlterOffsets {
+        name: String,
+        sink: Vec<SinkOffset>,
+        source: Vec<SourceOffset>,
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        supersede: bool,
+    },
+    /// KIP-875: only while the connector is STOPPED; `supersede` as for `AlterOffsets`.
+    ResetOffsets {
+        name: String,
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        supersede: bool,
+    },
+}
+
+impl Command {
+    /// The format a command needs: every command before formats were recorded is
+    /// [`BASE_FORMAT`](crate::format::BASE_FORMAT). A new command or a new meaning of a field
+    /// gets the next format here.
+    pub fn format(&self) -> u32 {
+        match self {
+            Command::PutTaskConfigs { shared, .. } if !shared.is_empty() => 3,
+            Command::RestoreState { state }
+                if state.connectors.values().any(|c| !c.task_shared.is_empty()) =>
+            {
+                3
+            }
+            Command::Revoke { .. } | Command::Release { .. } => 4,
+            Command::AlterOffsets {
+                supersede: true, ..
+            }
+            | Command::ResetOffsets {
+                supersede: true, ..
+            } => crate::format::SUPERSEDING_OFFSETS,
+            Command::SetFeatureLevel { .. } | Command::RestoreState { .. } => 2,
+            Command::Unsupported { format, .. } => *format,
+            _ => crate::format::BASE_FORMAT,
+        }
+    }
+
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Command::SetFeatureLevel { .. } => "set-feature-level",
+            Command::RestoreState { .. } => "restore-state",
+            Command::Unsupported { .. } => "unsupported",
+            Command::SetClusterId { .. } => "set-cluster-id",
+            Command::PutWorker { .. } => "put-worker",
+            Command::RemoveWorker { .. } => "remove-worker",
+            Command::PutConnector { .. } => "put-connector",
+            Command::DeleteConnector { .. } => "delete-connector",
+            Command::SetTargetState { .. } => "set-target-state",
+            Command::Restart { .. } => "restart",
+            Command::RestartTask { .. } => "restart-task",
+            Command::PutTaskConfigs { .. } => "put-task-configs",
+            Command::Assign { .. } => "assign",
+            Command::Revoke { .. } => "revoke",
+            Command::Release { .. } => "release",
+            Command::ReportStatus { .. } => "report-status",
+            Command::CommitSinkOffsets { .. } => "commit-sink-offsets",
+            Command::CommitSourceOffsets { .. } => "commit-source-offsets",
+            Command::CommitSinkRange { .. } => "commit-sink-range",
+            Command::SetSinkPartitions { .. } => "set-sink-partitions",
+            Command::AlterOffsets { .. } => "alter-offsets",
+            Command::ResetOffsets { .. } => "reset-offsets",
+        }
+    }
+
+    /// The connector a command is about, if any.
+    pub fn connector(&self) -> Option<&str> {
+        match self {
+            Command::SetClusterId { .. }
+            | Command::SetFeatureLevel { .. }
+            | Command::RestoreState { .. }
+            | Command::Unsupported { .. }
+            | Command::PutWorker { .. }
+            | Command::RemoveWorker { .. } => None,
+            Command::PutConnector { name, .. }
+            | Command::DeleteConnector { name }
+            | Command::SetTargetState { name, .. }
+            | Command::Restart { name, .. }
+            | Command::RestartTask { name, .. }
+            | Command::PutTaskConfigs { name, .. }
+            | Command::Assign { name, .. }
+            | Command::Revoke { name, .. }
+            | Command::Release { name, .. }
+            | Command::ReportStatus { name, .. }
+            | Command::CommitSinkOffsets { name, .. }
+            | Command::CommitSourceOffsets { name, .. }
+            | Command::CommitSinkRange { name, .. }
+            | Command::SetSinkPartitions { name, .. }
+            | Command::AlterOffsets { name, .. }
+            | Command::ResetOffsets { name, .. } => Some(name),
+        }
+    }
+}
+
+/// What an accepted command did.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    Done,
+    /// A connector config was stored.
+    Connector {
+        version: u64,
+        created: bool,
+    },
+    /// What a restart restarted.
+    Restarted {
+        connector: bool,
+        tasks: Vec<u32>,
+    },
+    /// A new assignment and its generation.
+    Assigned {
+        generation: u64,
+    },
+    /// A compare-and-set commit found another start offset recorded; nothing changed.
+    Conflict {
+        recorded: Option<i64>,
+    },
+}
+
+/// Why a command was refused. The state is unchanged, except that an offset commit refused
+/// for a stale generation is counted (see [`ClusterState::fenced`]), so that fencing can be
+/// observed.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum Rejection {
+    #[error("connector {name} not found")]
+    NotFound { name: String },
+    #[error("a command of format {format}, which this build does not understand")]
+    Unsupported { format: u32 },
+    #[error(
+        "the cluster has {connectors} connectors: a backup is restored only into a cluster \
+         without any (a new cluster, or delete them first)"
+    )]
+    NotEmpty { connectors: usize },
+    #[error("connector {name} already exists")]
+    AlreadyExists { name: String },
+    #[error("connector {name} is at version {actual}, not the expected {expected}")]
+    VersionMismatch {
+        name: String,
+        expected: u64,
+        actual: u64,
+    },
+    #[error("connector {name} has no task {task}")]
+    UnknownTask { name: String, task: u32 },
+    #[error("stale generation {got} for {name} task {task:?}: the current generation is {current} (the task moved or restarted)")]
+    StaleGeneration {
+        name: String,
+        task: Option<u32>,
+        current: u64,
+        got: u64,
+    },
+    #[error("{name} task {task} does not own {topic}-{partition}: its offsets are not its to commit (the partition moved to another task)")]
+    NotOwned {
+        name: String,
+        task: u32,
+        topic: String,
+        partition: i32,
+    },
+    #[error(
+        "connector {name} is {state}: offsets can only be altered or reset while it is STOPPED"
+    )]
+    NotStopped { name: String, state: String },
+    #[error("task configs for {name} were generated from version {got}, but the config is at version {current}")]
+    StaleTaskConfigs {
+        name: String,
+        current: u64,
+        got: u64,
+    },
+    #[error("the cluster id is already {current}")]
+    ClusterIdSet { current: String },
+}
+
+/// The answer to a request, the same on every node and for every retry of the same request id.
+pub type Response = Result<Outcome, Rejection>;
