@@ -11,12 +11,15 @@ use ferry_connect::{ConfigDef, ConfigKey, ConfigType, Importance, PluginDesc, Re
 use crate::sink::{FileSinkConnector, FileSinkTask};
 use crate::source::{FileSourceConnector, FileSourceTask};
 
+/// Kafka Connect's class of FileStreamSink.
 pub const SINK_CLASS: &str = "org.apache.kafka.connect.file.FileStreamSinkConnector";
+/// Kafka Connect's class of FileStreamSource.
 pub const SOURCE_CLASS: &str = "org.apache.kafka.connect.file.FileStreamSourceConnector";
 const VERSION: &str = env!("CARGO_PKG_VERSION");
 
 /// Kafka Connect's source partition and offset keys of FileStreamSource.
 pub const FILENAME_FIELD: &str = "filename";
+/// The offset key of FileStreamSource: the byte position after the line.
 pub const POSITION_FIELD: &str = "position";
 
 /// FileStreamSink's parsed config.
@@ -27,6 +30,7 @@ pub struct FileSinkConfig {
 }
 
 impl FileSinkConfig {
+    /// The properties of a task or connector; the error names the property.
     pub fn parse(props: &Props) -> Result<Self> {
         Ok(FileSinkConfig {
             file: Values::new(sink_config(), props).string("file")?,
@@ -37,12 +41,16 @@ impl FileSinkConfig {
 /// FileStreamSource's parsed config.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct FileSourceConfig {
+    /// The file read; relative paths resolve in the worker's working directory.
     pub file: String,
+    /// The topic its lines go to.
     pub topic: String,
+    /// Lines per poll at most (`batch.size`).
     pub batch_size: usize,
 }
 
 impl FileSourceConfig {
+    /// The properties of a task or connector; the error names the property.
     pub fn parse(props: &Props) -> Result<Self> {
         let values = Values::new(source_config(), props);
         Ok(FileSourceConfig {
@@ -53,6 +61,7 @@ impl FileSourceConfig {
     }
 }
 
+/// FileStreamSink: records' values appended to a file, one per line.
 pub fn sink_plugin() -> PluginDesc {
     PluginDesc {
         class: SINK_CLASS,
@@ -65,6 +74,7 @@ pub fn sink_plugin() -> PluginDesc {
     }
 }
 
+/// FileStreamSource: a file's lines as records, resumed after the committed position.
 pub fn source_plugin() -> PluginDesc {
     PluginDesc {
         class: SOURCE_CLASS,

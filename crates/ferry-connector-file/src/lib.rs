@@ -5,6 +5,8 @@
 //! since the last offset commit are written again); FileStreamSource never skips a line and may
 //! repeat lines produced after its last offset commit.
 
+#![warn(missing_docs)]
+
 pub mod config;
 pub mod sink;
 pub mod source;

@@ -10,11 +10,13 @@ use tracing::info;
 
 use crate::config::FileSinkConfig;
 
+/// The FileStreamSink connector: its tasks all write the same file.
 pub struct FileSinkConnector {
     props: Props,
 }
 
 impl FileSinkConnector {
+    /// The connector of a (validated) config.
     pub fn build(props: &Props) -> Result<Box<dyn Connector>> {
         FileSinkConfig::parse(props)?;
         Ok(Box::new(FileSinkConnector {
@@ -65,6 +67,7 @@ fn write_some(file: &mut std::fs::File, pending: &mut Vec<u8>) -> std::io::Resul
 }
 
 impl FileSinkTask {
+    /// A task of a config, writing with `context`.
     pub fn build(props: &Props, context: SinkTaskContext) -> Result<Box<dyn SinkTask>> {
         Ok(Box::new(Self::new(props, context)?))
     }

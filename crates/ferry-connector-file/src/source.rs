@@ -22,11 +22,13 @@ use crate::config::{FileSourceConfig, FILENAME_FIELD, POSITION_FIELD};
 const IDLE_WAIT: Duration = Duration::from_millis(200);
 const READ_CHUNK: usize = 64 * 1024;
 
+/// The FileStreamSource connector: one task reads the file.
 pub struct FileSourceConnector {
     props: Props,
 }
 
 impl FileSourceConnector {
+    /// The connector of a (validated) config.
     pub fn build(props: &Props) -> Result<Box<dyn Connector>> {
         FileSourceConfig::parse(props)?;
         Ok(Box::new(FileSourceConnector {
@@ -42,6 +44,7 @@ impl Connector for FileSourceConnector {
     }
 }
 
+/// Reads the file's lines from the committed position, `batch.size` at a time.
 pub struct FileSourceTask {
     config: FileSourceConfig,
     partition: SourceMap,

@@ -22,10 +22,13 @@ const CREATE_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// A topic to create: its settings and the properties that gave them (for errors).
 pub struct NewTopicSpec<'a> {
+    /// The topic to create.
     pub topic: &'a str,
     /// `-1`: the broker's default.
     pub partitions: i32,
+    /// Its replication factor (-1: the broker's default).
     pub replication_factor: i32,
+    /// Its topic configs (`cleanup.policy`, …).
     pub configs: &'a BTreeMap<String, String>,
     /// What the topic is for and the property naming it, e.g. `the dead letter queue topic
     /// (errors.deadletterqueue.topic.name)`.
@@ -91,6 +94,7 @@ pub struct SourceTopics {
 }
 
 impl SourceTopics {
+    /// Topic creation by `rules` (KIP-158) through `admin`.
     pub fn new(rules: TopicCreation, admin: AdminClient<DefaultClientContext>) -> Self {
         SourceTopics {
             rules,

@@ -41,6 +41,7 @@ pub struct Metadata {
 }
 
 impl Metadata {
+    /// A metadata client of the cluster `settings` name.
     pub fn new(settings: &KafkaSettings) -> Result<Self, rdkafka::error::KafkaError> {
         Ok(Metadata {
             consumer: settings.client_config().create()?,

@@ -14,7 +14,9 @@ use tracing::{debug, info, warn};
 /// Lease timing.
 #[derive(Clone, Copy, Debug)]
 pub struct LeaseSettings {
+    /// How often the worker heartbeats the leader.
     pub heartbeat_interval: Duration,
+    /// How long after its last acknowledged heartbeat the leader counts a worker dead; the lease is valid for less than this.
     pub worker_timeout: Duration,
     /// Test-only: never expire the lease, so that tests can prove the fence alone holds.
     pub disabled: bool,
@@ -41,7 +43,9 @@ pub fn held(settings: &LeaseSettings, last_acked_send: Option<Instant>, now: Ins
 /// commit again.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct LeaseState {
+    /// When the last heartbeat the leader acknowledged was sent.
     pub last_acked: Option<Instant>,
+    /// The epoch of the lease held, counted up each time it is taken afresh.
     pub epoch: u64,
 }
 
@@ -87,6 +91,7 @@ pub struct Lease {
 }
 
 impl Lease {
+    /// A lease not held yet.
     pub fn new(settings: LeaseSettings) -> Self {
         Lease {
             settings,

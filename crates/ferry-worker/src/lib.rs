@@ -2,6 +2,8 @@
 //! against Kafka, and reports their status and offsets to the control plane, every command
 //! carrying the task's generation so that a stale run is fenced.
 
+#![warn(missing_docs)]
+
 pub mod admin;
 pub mod clients;
 mod connector;

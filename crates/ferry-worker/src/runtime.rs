@@ -140,6 +140,7 @@ pub struct Runtime {
 }
 
 impl Runtime {
+    /// A runtime of the node `node`, running what the scheduler assigns to it.
     pub fn new(
         node: MetaNode,
         plugins: Arc<Vec<PluginDesc>>,

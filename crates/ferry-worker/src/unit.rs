@@ -25,6 +25,7 @@ const FROZEN_CHECK: Duration = Duration::from_millis(50);
 /// Runtime settings shared by every unit of a worker.
 #[derive(Clone, Debug)]
 pub struct RuntimeSettings {
+    /// The brokers; `None` when `cluster.toml` has no `[kafka]` (no task can run).
     pub kafka: Option<KafkaSettings>,
     /// Kafka Connect's `offset.flush.interval.ms`.
     pub offset_flush_interval: Duration,
@@ -63,18 +64,27 @@ impl From<ConnectError> for Failure {
 /// A unit to run: which, under which generation, with which configs.
 #[derive(Clone)]
 pub struct UnitCtx {
+    /// The node the unit runs on (its writes go through it to the leader).
     pub node: MetaNode,
+    /// The connector's name.
     pub name: String,
     /// `None`: the connector instance.
     pub task: Option<u32>,
+    /// The generation of this run: every command it writes carries it, so a stale run is fenced.
     pub generation: u64,
+    /// The connector's plugin.
     pub plugin: PluginDesc,
+    /// The connector's config.
     pub connector_config: Props,
     /// The connector config version this unit was started for.
     pub version: u64,
+    /// The task's config (the connector's, for the connector instance).
     pub task_config: Props,
+    /// A sink task's topic-partitions.
     pub partitions: Vec<TopicPartitionRef>,
+    /// The worker's settings.
     pub settings: Arc<RuntimeSettings>,
+    /// The worker's lease, which the unit acts under.
     pub lease: Arc<crate::lease::Lease>,
     /// The lease epoch this unit may act under, set by the runtime: the one it started in, or
     /// a later one it was resumed in after the lease lapsed and was taken again with its
@@ -265,6 +275,7 @@ impl CommittedSourceOffsets {
         Ok(CommittedSourceOffsets { offsets })
     }
 
+    /// The source offsets committed for the unit's connector.
     pub fn of(ctx: &UnitCtx) -> Self {
         let applied = ctx.node.state().read();
         let offsets = applied
@@ -294,6 +305,7 @@ pub struct RaftCommitter {
 }
 
 impl RaftCommitter {
+    /// A committer of the unit's exactly-once commits.
     pub fn new(ctx: UnitCtx) -> Self {
         RaftCommitter { ctx }
     }
@@ -369,9 +381,13 @@ impl SinkCommitter for RaftCommitter {
 /// What a task's loop knows of its unit.
 #[derive(Clone, Debug)]
 pub struct LoopUnit {
+    /// The unit's label in logs (`name-task`).
     pub label: String,
+    /// The connector's name.
     pub name: String,
+    /// The task number.
     pub task: u32,
+    /// The generation of this run of the task.
     pub generation: u64,
     /// Kafka Connect's `offset.flush.interval.ms`.
     pub flush_interval: Duration,
@@ -380,6 +396,7 @@ pub struct LoopUnit {
 }
 
 impl LoopUnit {
+    /// What a unit context says of its loop.
     pub fn of(ctx: &UnitCtx) -> LoopUnit {
         LoopUnit {
             label: ctx.label(),
