@@ -19,6 +19,7 @@ use crate::sink::{HdfsSinkConnector, HdfsSinkTask};
 
 const VERSION: &str = env!("CARGO_PKG_VERSION");
 
+/// Confluent's HDFS 2 sink connector (`HdfsSinkConnector`).
 pub fn sink_plugin() -> PluginDesc {
     PluginDesc {
         class: SINK_CLASS,
@@ -31,6 +32,7 @@ pub fn sink_plugin() -> PluginDesc {
     }
 }
 
+/// Confluent's HDFS 3 sink connector (`Hdfs3SinkConnector`): the same sink, under its class.
 pub fn hdfs3_sink_plugin() -> PluginDesc {
     PluginDesc {
         class: HDFS3_SINK_CLASS,
@@ -40,15 +42,21 @@ pub fn hdfs3_sink_plugin() -> PluginDesc {
     }
 }
 
+/// The class of Confluent's HDFS 2 sink.
 pub const SINK_CLASS: &str = "io.confluent.connect.hdfs.HdfsSinkConnector";
+/// The class of Confluent's HDFS 3 sink.
 pub const HDFS3_SINK_CLASS: &str = "io.confluent.connect.hdfs3.Hdfs3SinkConnector";
 
 /// The output formats, by the simple names of Confluent's format classes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum FormatKind {
+    /// Avro object container files (`.avro`), the default.
     Avro,
+    /// Parquet files (`.parquet`).
     Parquet,
+    /// JSON, one record per line (`.json`).
     Json,
+    /// Values as text, one per line (`.txt`).
     String,
 }
 
@@ -90,12 +98,14 @@ impl FormatKind {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum StoreUrl {
     /// `hdfs://host:port`.
+    /// A NameNode at `host:port`.
     Hdfs { namenode: String },
     /// `file:///path` or `/path`.
     Local(PathBuf),
 }
 
 impl StoreUrl {
+    /// `store.url` (or `hdfs.url`); the error says what a store URL must be.
     pub fn parse(url: &str) -> Result<StoreUrl> {
         let url = url.trim();
         let bad = |why: &str| ConnectError::config("store.url", format!("{url:?} {why}"));
@@ -123,20 +133,31 @@ impl StoreUrl {
 /// The HDFS sink's parsed config.
 #[derive(Clone, Debug)]
 pub struct HdfsSinkConfig {
+    /// `store.url`: where the files go.
     pub url: StoreUrl,
+    /// `topics.dir`, without a trailing slash.
     pub topics_dir: String,
+    /// `format.class`.
     pub format: FormatKind,
+    /// `avro.codec`.
     pub avro_codec: AvroCodec,
+    /// `parquet.codec`.
     pub parquet_codec: ParquetCodec,
+    /// `flush.size`: records of a partition after which its files are committed.
     pub flush_size: u64,
     /// `rotate.interval.ms` (record time); `None` when -1.
     pub rotate_interval_ms: Option<i64>,
     /// `rotate.schedule.interval.ms` (wall clock, aligned to the time zone); `None` when -1.
     pub rotate_schedule_ms: Option<i64>,
+    /// `retry.backoff.ms`.
     pub retry_backoff_ms: u64,
+    /// `filename.offset.zero.pad.width`.
     pub zero_pad_width: usize,
+    /// `file.delim`.
     pub file_delim: String,
+    /// `max.open.files.per.task`.
     pub max_open_files: usize,
+    /// The partitioner `partitioner.class` and its properties describe.
     pub partitioner: Partitioner,
 }
 
@@ -153,6 +174,7 @@ fn period(values: &Values, key: &str) -> Result<Option<i64>> {
 }
 
 impl HdfsSinkConfig {
+    /// The sink's properties; the error names the property.
     pub fn parse(props: &Props) -> Result<Self> {
         let values = Values::new(sink_config(), props);
         let url = match values.text("store.url")? {

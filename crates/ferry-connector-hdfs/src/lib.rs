@@ -8,6 +8,8 @@
 //! formats, rotation and the task
 //! come next; until then the plugin is not registered.
 
+#![warn(missing_docs)]
+
 pub mod config;
 pub mod format;
 pub mod naming;

@@ -7,18 +7,26 @@
 /// The naming settings of one connector.
 #[derive(Clone, Debug)]
 pub struct Names {
+    /// `topics.dir`.
     pub topics_dir: String,
+    /// `file.delim`: between the parts of a committed file's name.
     pub delim: String,
+    /// `filename.offset.zero.pad.width`.
     pub pad: usize,
+    /// The format's file extension.
     pub extension: &'static str,
 }
 
 /// What a committed file name says.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Committed {
+    /// The topic of its records.
     pub topic: String,
+    /// Their partition.
     pub partition: i32,
+    /// The offset of its first record.
     pub start: i64,
+    /// The offset of its last record.
     pub end: i64,
 }
 

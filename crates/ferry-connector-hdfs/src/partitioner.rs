@@ -33,16 +33,22 @@ pub enum Extractor {
 /// `path.format`.
 #[derive(Clone, Debug)]
 pub struct TimeBased {
+    /// `partition.duration.ms`: the length of a bucket.
     pub duration_ms: i64,
     pattern: DatePattern,
     zone: TimeZone,
+    /// Where a record's time comes from (`timestamp.extractor`).
     pub extractor: Extractor,
 }
 
+/// How a record's directory is chosen (`partitioner.class`).
 #[derive(Clone, Debug)]
 pub enum Partitioner {
+    /// `partition=<kafka partition>`.
     Default,
+    /// The values of `partition.field.name`'s fields, `field=value/…`.
     Field(Arc<[String]>),
+    /// Time buckets (TimeBased, Hourly, Daily).
     Time(TimeBased),
 }
 

@@ -37,12 +37,14 @@ fn store(config: &HdfsSinkConfig) -> Result<Arc<dyn Storage>> {
     }
 }
 
+/// The HDFS sink connector: tasks alike, each given its partitions by the scheduler.
 pub struct HdfsSinkConnector {
     props: Props,
     config: HdfsSinkConfig,
 }
 
 impl HdfsSinkConnector {
+    /// The connector of a (validated) config.
     pub fn build(props: &Props) -> Result<Box<dyn Connector>> {
         Ok(Box::new(HdfsSinkConnector {
             props: props.clone(),
@@ -80,6 +82,7 @@ impl Connector for HdfsSinkConnector {
     }
 }
 
+/// Writes its partitions' records to files and commits them, with their offsets, through Raft.
 pub struct HdfsSinkTask {
     /// The marker token the connector left in a local store, which this worker must see.
     marker: Option<String>,
@@ -95,6 +98,7 @@ pub struct HdfsSinkTask {
 }
 
 impl HdfsSinkTask {
+    /// A task of a config, writing with `context`.
     pub fn build(props: &Props, context: SinkTaskContext) -> Result<Box<dyn SinkTask>> {
         let config = HdfsSinkConfig::parse(props)?;
         let storage = store(&config)?;

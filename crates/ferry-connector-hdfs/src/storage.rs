@@ -13,6 +13,7 @@ pub use hdfs::HdfsStorage;
 /// A file being written.
 #[async_trait]
 pub trait Output: Send {
+    /// Append bytes.
     async fn write(&mut self, bytes: Vec<u8>) -> Result<()>;
     /// Make everything written durable and close the file.
     async fn close(self: Box<Self>) -> Result<()>;
@@ -21,6 +22,7 @@ pub trait Output: Send {
 /// What a rename found.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Renamed {
+    /// Renamed.
     Done,
     /// The target exists already (a replayed commit): nothing was changed.
     AlreadyThere,
@@ -28,6 +30,7 @@ pub enum Renamed {
     Missing,
 }
 
+/// Where the files are: HDFS, or a local directory every worker shares.
 #[async_trait]
 pub trait Storage: Send + Sync {
     /// A new file (its directory is created); an existing one is an error.
@@ -36,7 +39,9 @@ pub trait Storage: Send + Sync {
     async fn rename(&self, from: &str, to: &str) -> Result<Renamed>;
     /// The paths of the files under `dir`, recursively; none if it does not exist.
     async fn list_files(&self, dir: &str) -> Result<Vec<String>>;
+    /// Remove a file (none there is no error).
     async fn delete(&self, path: &str) -> Result<()>;
+    /// Whether a file is there.
     async fn exists(&self, path: &str) -> Result<bool>;
     /// A file's content (for the shared-directory check and for tests).
     async fn read(&self, path: &str) -> Result<Vec<u8>>;
@@ -49,6 +54,7 @@ pub struct LocalStorage {
 }
 
 impl LocalStorage {
+    /// The store under the directory `root`.
     pub fn new(root: impl Into<PathBuf>) -> Self {
         LocalStorage { root: root.into() }
     }

@@ -27,13 +27,19 @@ const WRITE_AT: usize = 128 * 1024;
 
 /// What every writer of a task shares.
 pub struct Shared {
+    /// The task's config.
     pub config: HdfsSinkConfig,
+    /// How files are named.
     pub names: Names,
+    /// Where the files go.
     pub storage: Arc<dyn Storage>,
+    /// Commits of files and offsets, through Raft.
     pub committer: Arc<dyn SinkCommitter>,
+    /// Where records that fail go, if errors are tolerated.
     pub reporter: Option<Arc<dyn ErrantRecordReporter>>,
     /// Where a partition that lost its open files asks to be consumed again.
     pub rewinds: Arc<Rewinds>,
+    /// The generation of this run of the task (in temporary file names; commits carry it).
     pub generation: u64,
 }
 
@@ -56,6 +62,7 @@ enum Phase {
     Renaming(Vec<(String, String)>),
 }
 
+/// The files of one topic-partition: written, rotated, and committed with their offsets.
 pub struct PartitionWriter {
     tp: TopicPartition,
     /// The offset the next commit starts at; `None`: the first record's.
@@ -144,6 +151,7 @@ impl PartitionWriter {
             .max())
     }
 
+    /// How many files it has open.
     pub fn open_files(&self) -> usize {
         self.files.len()
     }

@@ -25,8 +25,11 @@ const BLOCK_BYTES: usize = 64_000;
 /// `avro.codec`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum AvroCodec {
+    /// No compression.
     Null,
+    /// Deflate.
     Deflate,
+    /// Snappy, with the CRC-32 of each block as Avro writes it.
     Snappy,
 }
 
@@ -458,6 +461,7 @@ pub struct AvroWriter {
 }
 
 impl AvroWriter {
+    /// A writer of Avro files compressed with `codec`.
     pub fn new(codec: AvroCodec) -> Self {
         AvroWriter {
             codec,

@@ -27,8 +27,11 @@ const ROW_GROUP_ROWS: usize = 65_536;
 /// `parquet.codec`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ParquetCodec {
+    /// No compression (`none` or `uncompressed`).
     None,
+    /// Snappy, the default.
     Snappy,
+    /// Zstandard.
     Zstd,
 }
 
@@ -366,6 +369,7 @@ pub struct ParquetWriter {
 }
 
 impl ParquetWriter {
+    /// A writer of Parquet files compressed with `codec`.
     pub fn new(codec: ParquetCodec) -> Self {
         ParquetWriter {
             codec,

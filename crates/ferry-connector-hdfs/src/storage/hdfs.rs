@@ -57,6 +57,7 @@ pub struct HdfsStorage {
 }
 
 impl HdfsStorage {
+    /// A client of the NameNode at `namenode` (`host:port`).
     pub fn new(namenode: &str) -> Result<Self> {
         let url = format!("hdfs://{namenode}");
         // The client's own retries of an unreachable NameNode would take three minutes
