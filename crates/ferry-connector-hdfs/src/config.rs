@@ -98,8 +98,10 @@ impl FormatKind {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum StoreUrl {
     /// `hdfs://host:port`.
-    /// A NameNode at `host:port`.
-    Hdfs { namenode: String },
+    Hdfs {
+        /// The NameNode's `host:port`.
+        namenode: String,
+    },
     /// `file:///path` or `/path`.
     Local(PathBuf),
 }
