@@ -17,7 +17,9 @@ const PG_EPOCH_MILLIS: i64 = PG_EPOCH_DAYS * 86_400_000;
 /// One parameter: a column's name (for errors) and its value.
 #[derive(Debug)]
 pub struct Param<'a> {
+    /// The column it binds to.
     pub column: &'a str,
+    /// The value bound.
     pub value: &'a Value,
 }
 

@@ -14,19 +14,26 @@ use crate::config::NumericMapping;
 
 /// Days from 1970-01-01 to PostgreSQL's epoch, 2000-01-01.
 pub const PG_EPOCH_DAYS: i64 = 10_957;
+/// Microseconds from 1970-01-01 to PostgreSQL's epoch, 2000-01-01.
 pub const PG_EPOCH_MICROS: i64 = PG_EPOCH_DAYS * 86_400_000_000;
 const MICROS_PER_DAY: i64 = 86_400_000_000;
 
 /// How a column's values are read.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Kind {
+    /// BOOLEAN as BOOLEAN.
     Boolean,
+    /// SMALLINT as INT16.
     Int16,
+    /// INTEGER as INT32.
     Int32,
+    /// BIGINT as INT64.
     Int64,
     /// An OID (unsigned 32 bits) as INT64.
     Oid,
+    /// REAL as FLOAT32.
     Float32,
+    /// DOUBLE PRECISION as FLOAT64.
     Float64,
     /// NUMERIC as Decimal of this scale; `None`: unconstrained, each value with its own.
     Decimal(Option<i32>),
@@ -34,16 +41,25 @@ pub enum Kind {
     NumericInt(SchemaType),
     /// NUMERIC(p, s > 0) as FLOAT64 (`numeric.mapping=best_fit`).
     NumericDouble,
+    /// TEXT, VARCHAR and CHAR(n) as STRING.
     Text,
     /// PostgreSQL's one-byte `"char"`.
     Char,
+    /// BYTEA as BYTES.
     Bytes,
+    /// DATE as Connect's Date.
     Date,
+    /// TIME as Connect's Time.
     Time,
+    /// TIME WITH TIME ZONE as Connect's Time (in UTC).
     TimeTz,
+    /// TIMESTAMP and TIMESTAMPTZ as Connect's Timestamp.
     Timestamp,
+    /// UUID as its text.
     Uuid,
+    /// JSON as its text.
     Json,
+    /// JSONB as its text.
     Jsonb,
     /// Any other type, selected as `::text`.
     Cast,
@@ -105,8 +121,11 @@ pub fn kind_of(ty: &Type, typmod: i32, mapping: NumericMapping) -> Kind {
 /// A column of a source query.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SourceColumn {
+    /// The column's name.
     pub name: String,
+    /// How its values are read.
     pub kind: Kind,
+    /// Whether it may be null.
     pub optional: bool,
 }
 

@@ -11,12 +11,15 @@ use ferry_connect::{PluginDesc, Result};
 use crate::sink::{JdbcSinkConnector, JdbcSinkTask};
 use crate::source::{JdbcSourceConnector, JdbcSourceTask};
 
+/// The class of Confluent's JDBC sink.
 pub const SINK_CLASS: &str = "io.confluent.connect.jdbc.JdbcSinkConnector";
+/// The class of Confluent's JDBC source.
 pub const SOURCE_CLASS: &str = "io.confluent.connect.jdbc.JdbcSourceConnector";
 
 /// The task property that lists a source task's tables (JSON: `[[schema, table], …]`).
 pub const TABLES: &str = "tables";
 
+/// Confluent's JDBC sink, for PostgreSQL.
 pub fn sink_plugin() -> PluginDesc {
     PluginDesc {
         class: SINK_CLASS,
@@ -29,6 +32,7 @@ pub fn sink_plugin() -> PluginDesc {
     }
 }
 
+/// Confluent's JDBC source, for PostgreSQL.
 pub fn source_plugin() -> PluginDesc {
     PluginDesc {
         class: SOURCE_CLASS,

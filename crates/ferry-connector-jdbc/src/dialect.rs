@@ -8,7 +8,9 @@ use ferry_connect::{ConnectError, Logical, Result, Schema, SchemaType};
 /// A table, optionally schema-qualified (`schema.table` in `table.name.format`).
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct TableId {
+    /// The schema, if named.
     pub schema: Option<String>,
+    /// The table's name.
     pub table: String,
 }
 
@@ -39,6 +41,7 @@ impl TableId {
 /// How identifiers are written (`quote.sql.identifiers`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Dialect {
+    /// Whether identifiers are quoted.
     pub quote: bool,
 }
 
@@ -52,6 +55,7 @@ impl Dialect {
         }
     }
 
+    /// A table's name as SQL (schema-qualified if it has a schema).
     pub fn table(&self, t: &TableId) -> String {
         match &t.schema {
             Some(s) => format!("{}.{}", self.ident(s), self.ident(&t.table)),
@@ -174,8 +178,11 @@ fn params(first: usize, n: usize) -> String {
 /// A column to create or add.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Column {
+    /// The column's name.
     pub name: String,
+    /// Its SQL type.
     pub sql_type: String,
+    /// Whether it may be null.
     pub optional: bool,
     /// A SQL literal.
     pub default: Option<String>,
@@ -228,6 +235,7 @@ pub fn sql_type(field: &str, schema: &Schema) -> Result<String> {
 /// the partition's current generation.
 pub const OFFSETS_TABLE: &str = "__ferry_sink_offsets";
 
+/// The table of the sink's offsets (created if it is not there).
 pub fn create_offsets_table() -> String {
     format!(
         "CREATE TABLE IF NOT EXISTS \"{OFFSETS_TABLE}\" (\

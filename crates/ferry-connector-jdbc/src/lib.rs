@@ -3,6 +3,8 @@
 //! listed again and spread over tasks), the sink's SQL (insert, upsert, update, delete,
 //! auto-create and auto-evolve) and its offsets table, which makes it exactly-once at the
 //! database (DESIGN.md "JDBC sink").
+
+#![warn(missing_docs)]
 pub mod bind;
 pub mod column;
 pub mod config;

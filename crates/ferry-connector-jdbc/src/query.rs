@@ -15,13 +15,17 @@ use serde_json::json;
 use crate::config::SourceMode;
 use crate::dialect::Dialect;
 
+/// The offset key of the incrementing column's last value (Confluent's).
 pub const INCREMENTING: &str = "incrementing";
+/// The offset key of the last timestamp, in milliseconds (Confluent's).
 pub const TIMESTAMP: &str = "timestamp";
+/// The offset key of the nanoseconds of the last timestamp within its second (Confluent's).
 pub const TIMESTAMP_NANOS: &str = "timestamp_nanos";
 
 /// Where a table (or the query) has been read up to.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Offset {
+    /// The last value of the incrementing column read.
     pub incrementing: Option<i64>,
     /// Microseconds since the epoch.
     pub timestamp: Option<i64>,
@@ -75,7 +79,9 @@ impl Offset {
 /// The values of a row that offsets are made of.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Key {
+    /// The row's incrementing value.
     pub incrementing: Option<i64>,
+    /// The row's timestamp (microseconds since the epoch).
     pub timestamp: Option<i64>,
 }
 
@@ -113,6 +119,7 @@ pub fn offsets(
 /// A parameter of a source query.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Bound {
+    /// An integer.
     Int(i64),
     /// Microseconds since the epoch.
     Timestamp(i64),
@@ -121,8 +128,11 @@ pub enum Bound {
 /// How a table's (or the query's) new rows are selected.
 #[derive(Clone, Debug)]
 pub struct Criteria<'a> {
+    /// How new rows are found.
     pub mode: SourceMode,
+    /// The incrementing column, if the mode has one.
     pub incrementing: Option<&'a str>,
+    /// The timestamp columns, if the mode has them.
     pub timestamps: &'a [String],
 }
 

@@ -13,25 +13,37 @@ use crate::dialect::{sql_type, Column, Dialect, TableId};
 /// One column's value, with the schema it came with (for auto.create).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Cell {
+    /// The column's name.
     pub name: String,
+    /// Its value.
     pub value: Value,
+    /// The schema it came with.
     pub schema: Arc<Schema>,
 }
 
+/// What a row's statement does.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Op {
+    /// INSERT.
     Insert,
+    /// INSERT … ON CONFLICT DO UPDATE.
     Upsert,
+    /// UPDATE … WHERE key.
     Update,
+    /// DELETE … WHERE key (a tombstone).
     Delete,
 }
 
 /// The statement for one record.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Row {
+    /// The destination table.
     pub table: TableId,
+    /// What the statement does.
     pub op: Op,
+    /// The key columns.
     pub keys: Vec<Cell>,
+    /// The other columns.
     pub others: Vec<Cell>,
 }
 

@@ -27,11 +27,13 @@ use crate::dialect::{self, Dialect, TableId};
 use crate::pg::{classify, connect, describe, lost};
 use crate::row::{row_of, Row};
 
+/// The JDBC sink connector: tasks alike, each given its partitions by the scheduler.
 pub struct JdbcSinkConnector {
     props: Props,
 }
 
 impl JdbcSinkConnector {
+    /// The connector of a (validated) config.
     pub fn build(props: &Props) -> Result<Box<dyn Connector>> {
         JdbcSinkConfig::parse(props)?;
         Ok(Box::new(JdbcSinkConnector {
@@ -58,6 +60,7 @@ fn raced(e: &tokio_postgres::Error) -> bool {
     })
 }
 
+/// Writes records as rows, with their partitions' next offsets in the same transaction.
 pub struct JdbcSinkTask {
     config: JdbcSinkConfig,
     context: SinkTaskContext,
@@ -91,6 +94,7 @@ fn superseded(altered_at: Option<u64>, owner: i64) -> bool {
 }
 
 impl JdbcSinkTask {
+    /// A task of a config, writing with `context`.
     pub fn build(props: &Props, context: SinkTaskContext) -> Result<Box<dyn SinkTask>> {
         Ok(Box::new(JdbcSinkTask {
             config: JdbcSinkConfig::parse(props)?,

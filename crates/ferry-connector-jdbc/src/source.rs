@@ -127,6 +127,7 @@ pub fn group<T: Clone>(items: &[T], groups: usize) -> Vec<Vec<T>> {
     out
 }
 
+/// The JDBC source connector: it lists the tables and spreads them over its tasks.
 pub struct JdbcSourceConnector {
     props: Props,
     config: JdbcSourceConfig,
@@ -134,6 +135,7 @@ pub struct JdbcSourceConnector {
 }
 
 impl JdbcSourceConnector {
+    /// The connector of a (validated) config.
     pub fn build(props: &Props) -> Result<Box<dyn Connector>> {
         Ok(Box::new(JdbcSourceConnector {
             props: props.clone(),
@@ -310,6 +312,7 @@ impl ToSql for BoundParam {
     to_sql_checked!();
 }
 
+/// Reads its tables' (or the query's) new rows, each table after its committed offset.
 pub struct JdbcSourceTask {
     config: JdbcSourceConfig,
     dialect: Dialect,

@@ -72,7 +72,9 @@ pub(super) fn connection_config() -> ConfigDef {
 pub struct Connection {
     /// host and port, in the order the URL lists them (the driver tries them in turn).
     pub hosts: Vec<(String, u16)>,
+    /// The database (the URL's path).
     pub database: String,
+    /// The user, if the URL or `connection.user` names one.
     pub user: Option<String>,
     password: Option<String>,
     /// The URL's other parameters (sslmode, currentSchema, ApplicationName, …).
@@ -195,6 +197,7 @@ impl Connection {
         Ok(c)
     }
 
+    /// The password, if given; never shown or logged.
     pub fn password(&self) -> Option<&str> {
         self.password.as_deref()
     }
@@ -233,7 +236,9 @@ fn port(host: &str, p: &str) -> std::result::Result<u16, String> {
 /// `quote.sql.identifiers`, which both connectors have.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Quoting {
+    /// Identifiers quoted (`ALWAYS`, the default).
     Always,
+    /// Identifiers as they are (`NEVER`).
     Never,
 }
 

@@ -109,39 +109,56 @@ pub fn sink_config() -> ConfigDef {
 /// `insert.mode`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum InsertMode {
+    /// INSERT (the default).
     Insert,
     /// INSERT … ON CONFLICT (key) DO UPDATE.
     Upsert,
+    /// UPDATE … WHERE key.
     Update,
 }
 
 /// `pk.mode`: where the primary key's values come from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum PkMode {
+    /// No key columns.
     None,
     /// The record's topic, partition and offset (`__connect_topic`, `__connect_partition`,
     /// `__connect_offset` unless `pk.fields` names them).
     Kafka,
+    /// The record's key: its fields, or `pk.fields`' one column for a primitive key.
     RecordKey,
+    /// Fields of the record's value (`pk.fields`).
     RecordValue,
 }
 
 /// The sink's properties, parsed.
 #[derive(Clone, Debug)]
 pub struct JdbcSinkConfig {
+    /// Where to connect.
     pub connection: Connection,
+    /// `insert.mode`.
     pub insert_mode: InsertMode,
+    /// `pk.mode`.
     pub pk_mode: PkMode,
+    /// `pk.fields`.
     pub pk_fields: Vec<String>,
     /// `fields.whitelist`: the value's fields written (all when empty).
     pub fields: Vec<String>,
+    /// `table.name.format`.
     pub table_name_format: String,
+    /// `batch.size`: records written per transaction at most.
     pub batch_size: usize,
+    /// `delete.enabled`.
     pub delete_enabled: bool,
+    /// `auto.create`.
     pub auto_create: bool,
+    /// `auto.evolve`.
     pub auto_evolve: bool,
+    /// `quote.sql.identifiers` is ALWAYS.
     pub quote_identifiers: bool,
+    /// `max.retries` (accepted without effect).
     pub max_retries: u32,
+    /// `retry.backoff.ms` (accepted without effect).
     pub retry_backoff_ms: u64,
 }
 
@@ -163,6 +180,7 @@ impl Choice for PkMode {
 }
 
 impl JdbcSinkConfig {
+    /// The sink's properties; the error names the property.
     pub fn parse(props: &BTreeMap<String, String>) -> Result<JdbcSinkConfig> {
         let values = Values::new(sink_config(), props);
         let config = JdbcSinkConfig {

@@ -149,12 +149,16 @@ pub fn source_config() -> ConfigDef {
 pub enum SourceMode {
     /// The whole table on every poll.
     Bulk,
+    /// Rows past the last value of a strictly increasing column.
     Incrementing,
+    /// Rows past the last timestamp (and those of it not read yet).
     Timestamp,
+    /// Rows past the last (timestamp, incrementing) pair.
     TimestampIncrementing,
 }
 
 impl SourceMode {
+    /// Whether it reads timestamp columns.
     pub fn timestamps(self) -> bool {
         matches!(
             self,
@@ -162,6 +166,7 @@ impl SourceMode {
         )
     }
 
+    /// Whether it reads an incrementing column.
     pub fn incrementing(self) -> bool {
         matches!(
             self,
@@ -184,28 +189,47 @@ pub enum NumericMapping {
 /// The source's properties, parsed.
 #[derive(Clone, Debug)]
 pub struct JdbcSourceConfig {
+    /// Where to connect.
     pub connection: Connection,
     /// The connector's attempts to list the tables, and its wait between them.
     pub connection_attempts: u32,
+    /// The wait between those attempts.
     pub connection_backoff_ms: u64,
+    /// `mode`.
     pub mode: SourceMode,
+    /// `incrementing.column.name`; `None`: the table's serial or identity column.
     pub incrementing_column: Option<String>,
+    /// `timestamp.column.name`: the first that is not null (COALESCE).
     pub timestamp_columns: Vec<String>,
+    /// `timestamp.delay.interval.ms`.
     pub delay_ms: i64,
     /// Epoch milliseconds to start from without an offset (`timestamp.initial`; -1 is now).
     pub timestamp_initial: Option<i64>,
+    /// `validate.non.null`.
     pub validate_non_null: bool,
+    /// `table.whitelist`.
     pub whitelist: Vec<String>,
+    /// `table.blacklist`.
     pub blacklist: Vec<String>,
+    /// `schema.pattern`.
     pub schema_pattern: Option<String>,
+    /// `table.types`.
     pub table_types: Vec<String>,
+    /// `query`.
     pub query: Option<String>,
+    /// `query.suffix`.
     pub query_suffix: String,
+    /// `topic.prefix`.
     pub topic_prefix: String,
+    /// `poll.interval.ms`.
     pub poll_interval_ms: u64,
+    /// `batch.max.rows`.
     pub batch_max_rows: usize,
+    /// `table.poll.interval.ms`.
     pub table_poll_interval_ms: u64,
+    /// `numeric.mapping`.
     pub numeric_mapping: NumericMapping,
+    /// `quote.sql.identifiers` is ALWAYS.
     pub quote_identifiers: bool,
 }
 
@@ -227,6 +251,7 @@ impl Choice for NumericMapping {
 }
 
 impl JdbcSourceConfig {
+    /// The source's properties; the error names the property.
     pub fn parse(props: &BTreeMap<String, String>) -> Result<JdbcSourceConfig> {
         let values = Values::new(source_config(), props);
         let numeric_mapping = match values.get("numeric.mapping")? {
