@@ -315,6 +315,7 @@ async fn raise_feature_level(node: &MetaNode, members: &[Member]) {
 }
 
 /// On the leader, until `shutdown`: carry out [`plan`], one change at a time.
+#[tracing::instrument(name = "healer", skip_all, fields(node = node.id()))]
 pub async fn run(node: MetaNode, settings: Settings, mut shutdown: watch::Receiver<bool>) {
     let mut leader_since: Option<Instant> = None;
     loop {

@@ -184,6 +184,7 @@ impl MetaNode {
 
     /// Let Raft campaign only while this node is a whole voter, and log every change of
     /// standing; ends when Raft stops.
+    #[tracing::instrument(name = "standing", skip_all, fields(node = self.id()))]
     async fn follow_standing(self) {
         let mut metrics = self.inner.raft.metrics();
         let mut last: Option<(Standing, bool)> = None;
@@ -970,6 +971,7 @@ fn check_leader_error(
 /// Keep `acked` at the instant a quorum last acknowledged this node as leader, from Raft's
 /// metrics (reported after every batch of events, with the age of that acknowledgement at the
 /// time): `None` while it does not lead.
+#[tracing::instrument(name = "quorum", skip_all, fields(node = me))]
 async fn track_quorum(
     mut metrics: tokio::sync::watch::Receiver<openraft::RaftMetrics<NodeId, FerryNode>>,
     me: NodeId,

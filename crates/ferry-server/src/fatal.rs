@@ -19,6 +19,7 @@ pub fn exit(reason: impl Display) -> ! {
 }
 
 /// Watch the Raft core until the node shuts down; if it stops first, exit.
+#[tracing::instrument(name = "raft_watch", skip_all, fields(node = node.id()))]
 pub async fn watch_raft(node: MetaNode, shutdown: watch::Receiver<bool>) {
     let mut metrics = node.raft().metrics();
     loop {

@@ -139,6 +139,7 @@ impl Lease {
 
 /// Heartbeat the leader until `shutdown` (after the runtime has stopped its units: their final
 /// commits need the lease); publish the epoch of the lease while it is held.
+#[tracing::instrument(name = "lease", skip_all, fields(node = node.id()))]
 pub async fn run(
     node: MetaNode,
     state: std::sync::Arc<Lease>,

@@ -164,6 +164,7 @@ impl Runtime {
     /// within `graceful` (Kafka Connect's `task.shutdown.graceful.timeout.ms`), after which
     /// what has not stopped is abandoned (its records since its last commit are delivered
     /// again by its next owner).
+    #[tracing::instrument(name = "runtime", skip_all, fields(node = self.node.id()))]
     pub async fn run(
         mut self,
         mut lease: watch::Receiver<Option<u64>>,

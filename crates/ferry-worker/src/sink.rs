@@ -163,7 +163,7 @@ impl SinkLoop<StreamConsumer, UnitCtx> {
         } else {
             Some(consumer(&ctx, &kafka, &partitions, &from).await?)
         };
-        info!(task = %ctx.label(), partitions = partitions.len(), generation = ctx.generation, "sink task assigned");
+        info!(unit = %ctx.label(), partitions = partitions.len(), generation = ctx.generation, "sink task assigned");
         let committed: HashMap<TopicPartition, i64> = partitions
             .iter()
             .filter_map(|tp| committed.get(tp).map(|o| (tp.clone(), *o)))
@@ -318,7 +318,7 @@ impl<C: SinkConsumer, P: Control> SinkLoop<C, P> {
                 .seek(tp, *offset)
                 .map_err(|e| kafka_error(&format!("seek {tp} to offset {offset}"), e))?;
             self.next.insert(tp.clone(), *offset);
-            info!(task = %self.unit.label, partition = %tp, offset, "consuming again from the task's last commit");
+            info!(unit = %self.unit.label, partition = %tp, offset, "consuming again from the task's last commit");
         }
         Ok(asked.into_keys().collect())
     }
@@ -358,7 +358,7 @@ impl<C: SinkConsumer, P: Control> SinkLoop<C, P> {
                 offsets,
             })
             .await?;
-        debug!(task = %self.unit.label, partitions = allowed.len(), "offsets committed");
+        debug!(unit = %self.unit.label, partitions = allowed.len(), "offsets committed");
         if let Some(consumer) = self.consumer.as_ref().filter(|_| self.unit.commit_group) {
             if let Err(e) = consumer.commit_group(&allowed) {
                 debug!(error = %e, "consumer-group commit failed (Raft has the offsets)");
@@ -388,7 +388,7 @@ impl<C: SinkConsumer, P: Control> SinkLoop<C, P> {
             self.control.resumed().await?;
             let target = *control.borrow_and_update();
             if reported != Some(target) {
-                debug!(task = %self.unit.label, target = target.as_str(), "target state");
+                debug!(unit = %self.unit.label, target = target.as_str(), "target state");
                 // Paused: the loop stops taking records (librdkafka's own pause() makes the
                 // consumer's close hang later, so it is not used).
                 match target {
@@ -422,7 +422,7 @@ impl<C: SinkConsumer, P: Control> SinkLoop<C, P> {
         let first = match first {
             Ok(first) => first,
             Err(e) if recovers_by_itself(&e) => {
-                warn!(task = %self.unit.label, error = %e, "the consumer reports a transient error; it retries by itself");
+                warn!(unit = %self.unit.label, error = %e, "the consumer reports a transient error; it retries by itself");
                 return Ok(None);
             }
             Err(e) => return Err(kafka_error("consume", e).into()),
@@ -437,7 +437,7 @@ impl<C: SinkConsumer, P: Control> SinkLoop<C, P> {
             match next {
                 Ok(next) => self.take(&next, &mut batch)?,
                 Err(e) if recovers_by_itself(&e) => {
-                    warn!(task = %self.unit.label, error = %e, "the consumer reports a transient error; it retries by itself");
+                    warn!(unit = %self.unit.label, error = %e, "the consumer reports a transient error; it retries by itself");
                     break;
                 }
                 Err(e) => return Err(kafka_error("consume", e).into()),
@@ -552,7 +552,7 @@ async fn group_offsets(
                     .collect())
             }
             Err(e) if started.elapsed() < GROUP_OFFSETS_TIMEOUT => {
-                warn!(task = %ctx.label(), error = %e, "cannot read the group's committed offsets yet; asking again");
+                warn!(unit = %ctx.label(), error = %e, "cannot read the group's committed offsets yet; asking again");
                 tokio::time::sleep(Duration::from_secs(1)).await;
             }
             Err(e) => {
@@ -613,7 +613,7 @@ async fn session(
 }
 
 /// Run a sink task until it is stopped, fenced or fails.
-#[instrument(skip_all, fields(connector = %ctx.name, task = ctx.task))]
+#[instrument(skip_all, fields(unit = %ctx.label(), generation = ctx.generation))]
 pub async fn run(ctx: UnitCtx, control: watch::Receiver<TargetState>, stop: watch::Receiver<bool>) {
     lifecycle(ctx, control, stop, session).await;
     debug!("sink task finished");

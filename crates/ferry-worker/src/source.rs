@@ -163,7 +163,7 @@ impl SourceLoop<FutureProducer, UnitCtx> {
         };
         let mut task = factory(&ctx.task_config, context)?;
         task.start().await?;
-        info!(task = %ctx.label(), generation = ctx.generation, "source task started");
+        info!(unit = %ctx.label(), generation = ctx.generation, "source task started");
         Ok(SourceLoop::new(
             LoopUnit::of(&ctx),
             ctx,
@@ -332,7 +332,7 @@ impl<Pr: SourceProducer, P: Control> SourceLoop<Pr, P> {
             .await?;
         self.committed = self.sent.clone();
         self.task.commit().await?;
-        debug!(task = %self.unit.label, "source offsets committed");
+        debug!(unit = %self.unit.label, "source offsets committed");
         Ok(())
     }
 
@@ -404,7 +404,7 @@ async fn session(
 }
 
 /// Run a source task until it is stopped, fenced or fails.
-#[instrument(skip_all, fields(connector = %ctx.name, task = ctx.task))]
+#[instrument(skip_all, fields(unit = %ctx.label(), generation = ctx.generation))]
 pub async fn run(ctx: UnitCtx, control: watch::Receiver<TargetState>, stop: watch::Receiver<bool>) {
     lifecycle(ctx, control, stop, session).await;
     debug!("source task finished");

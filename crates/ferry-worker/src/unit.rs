@@ -267,7 +267,7 @@ impl CommittedSourceOffsets {
         };
         let offsets = crate::takeover::source_offsets(kafka, topic, &ctx.name).await?;
         tracing::info!(
-            task = %ctx.label(),
+            unit = %ctx.label(),
             topic = %topic,
             partitions = offsets.len(),
             "no offsets in Ferry: starting from Kafka Connect's"

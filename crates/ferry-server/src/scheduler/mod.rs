@@ -136,6 +136,7 @@ fn sink_partition_commands(
 }
 
 /// Run the scheduler until `shutdown`; it acts only while this node leads.
+#[tracing::instrument(name = "scheduler", skip_all, fields(node = node.id()))]
 pub async fn run(
     node: MetaNode,
     plugins: Arc<Vec<PluginDesc>>,
