@@ -36,14 +36,10 @@ impl CliError {
             Code::Unavailable | Code::DeadlineExceeded => EXIT_UNAVAILABLE,
             _ => EXIT_ERROR,
         };
-        let message = match status.code() {
-            Code::Unavailable
-                if status.message().contains("tcp connect")
-                    || status.message().contains("transport") =>
-            {
-                format!("cannot reach {server}: {}", status.message())
-            }
-            _ => status.message().to_string(),
+        let message = if unreachable(status) {
+            format!("cannot reach {server}: {}", status.message())
+        } else {
+            status.message().to_string()
         };
         CliError { code, message }
     }
@@ -125,6 +121,13 @@ impl Servers {
     }
 }
 
+/// Whether the call never reached a node: the channel's own failure (a refused or timed-out
+/// connection), not an answer.
+fn unreachable(status: &Status) -> bool {
+    std::error::Error::source(status)
+        .is_some_and(|source| source.downcast_ref::<tonic::transport::Error>().is_some())
+}
+
 fn retriable(status: &Status) -> bool {
     matches!(
         status.code(),
@@ -138,4 +141,31 @@ async fn leader_of(mut client: ManagementClient<Channel>) -> Option<String> {
     request.set_timeout(CONNECT_TIMEOUT);
     let status = client.cluster_status(request).await.ok()?.into_inner();
     (!status.leader_api_addr.is_empty()).then_some(status.leader_api_addr)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_node_that_does_not_listen_is_named_unreachable() {
+        let mut client = Servers::client("127.0.0.1:1").expect("a client");
+        let status = client
+            .cluster_status(ferry_proto::management::Empty {})
+            .await
+            .expect_err("nothing listens on port 1");
+        assert!(unreachable(&status), "{status:?}");
+        let failure = CliError::from_status("127.0.0.1:1", &status);
+        assert_eq!(failure.code, EXIT_UNAVAILABLE);
+        assert!(
+            failure.message.starts_with("cannot reach 127.0.0.1:1"),
+            "{}",
+            failure.message
+        );
+        let refused = Status::unavailable("no leader");
+        assert!(
+            !unreachable(&refused),
+            "an answer is not a transport failure"
+        );
+    }
 }

@@ -7,6 +7,9 @@ use std::collections::BTreeMap;
 use ferry_connect::Validation;
 use serde::Deserialize;
 
+/// The problem of an empty connector name.
+pub const NAME_REQUIRED: &str = "a connector name is required";
+
 /// The limits of one node. Every node of a cluster should have the same.
 #[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
 #[serde(deny_unknown_fields)]
@@ -61,13 +64,14 @@ impl Limits {
 
     /// A connector name as Kafka Connect accepts it: not empty, no control characters (`/`,
     /// `&`, `%` and any other Unicode are fine), and not longer than the limit.
+    /// What is wrong with a connector name (for the `name` property), if anything.
     pub fn check_name(&self, name: &str) -> Result<(), String> {
         if name.trim().is_empty() {
-            return Err("name: a connector name is required".to_string());
+            return Err(NAME_REQUIRED.to_string());
         }
         if let Some((at, c)) = name.chars().enumerate().find(|(_, c)| c.is_control()) {
             return Err(format!(
-                "name: a connector name may not contain control characters (U+{:04X} at \
+                "a connector name may not contain control characters (U+{:04X} at \
                  character {})",
                 c as u32,
                 at + 1
@@ -76,7 +80,7 @@ impl Limits {
         let length = name.chars().count();
         if length > self.max_name_length {
             return Err(format!(
-                "name: the name is {length} characters long, over the limit of {} \
+                "the name is {length} characters long, over the limit of {} \
                  ([limits] max_name_length)",
                 self.max_name_length
             ));
@@ -154,7 +158,7 @@ mod tests {
         let long = l.check_name("日本語日本語日本語").unwrap_err();
         assert_eq!(
             long,
-            "name: the name is 9 characters long, over the limit of 8 ([limits] max_name_length)"
+            "the name is 9 characters long, over the limit of 8 ([limits] max_name_length)"
         );
         assert_eq!(
             l.check_name("日本語日本語日本"),

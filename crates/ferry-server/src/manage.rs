@@ -65,9 +65,10 @@ fn request_id(given: &str) -> String {
 pub fn require_name(name: &str) -> ApiResult<&str> {
     let name = name.trim();
     if name.is_empty() {
-        return Err(ApiError::Invalid(
-            "name: a connector name is required".into(),
-        ));
+        return Err(ApiError::Invalid(format!(
+            "name: {}",
+            crate::limits::NAME_REQUIRED
+        )));
     }
     Ok(name)
 }
@@ -174,8 +175,7 @@ impl Core {
             .check_config_size(config)
             .map_err(ApiError::Invalid)?;
         let mut validation = self.validation(config);
-        if let Some(Err(e)) = config.get("name").map(|n| self.limits.check_name(n.trim())) {
-            let problem = e.trim_start_matches("name: ").to_string();
+        if let Some(Err(problem)) = config.get("name").map(|n| self.limits.check_name(n.trim())) {
             validation.add_error(config, "name", problem);
         }
         Ok(validation)
@@ -192,7 +192,9 @@ impl Core {
         id: &str,
     ) -> ApiResult<Stored> {
         let name = name.trim();
-        self.limits.check_name(name).map_err(ApiError::Invalid)?;
+        self.limits
+            .check_name(name)
+            .map_err(|problem| ApiError::Invalid(format!("name: {problem}")))?;
         let config = Core::named_config(name, config)?;
         self.limits
             .check_config_size(&config)
