@@ -10,6 +10,22 @@ use ferry_meta::{ConfigMap, FerryNode, TypeConfig};
 use openraft::storage::{RaftLogStorage, RaftStateMachine};
 use openraft::{CommittedLeaderId, EntryPayload, Membership, RaftSnapshotBuilder};
 
+/// Open the storage in `dir`. A handle dropped just before may still hold sled's lock for a
+/// moment (its flusher thread lets go after the drop): asked again until the lock is free, for
+/// at most ten seconds.
+fn open(dir: &std::path::Path) -> store::Opened {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        match store::open(dir) {
+            Ok(opened) => return opened,
+            Err(_) if std::time::Instant::now() < deadline => {
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+            Err(e) => panic!("open {}: {e}", dir.display()),
+        }
+    }
+}
+
 fn entry(index: u64, payload: EntryPayload<TypeConfig>) -> Entry {
     Entry {
         log_id: LogId::new(CommittedLeaderId::new(1, 1), index),
@@ -31,7 +47,7 @@ async fn a_snapshot_restores_state_and_last_applied_together() {
         },
     );
     let before: AppliedState = {
-        let mut sm = store::open(dir.path()).expect("open").sm;
+        let mut sm = open(dir.path()).sm;
         let answers = sm
             .apply(vec![
                 entry(
@@ -50,7 +66,7 @@ async fn a_snapshot_restores_state_and_last_applied_together() {
     };
     let store::Opened {
         mut log, mut sm, ..
-    } = store::open(dir.path()).expect("reopen");
+    } = open(dir.path());
     let (last, membership) = sm.applied_state().await.expect("applied state");
     assert_eq!(last, before.last_applied);
     assert_eq!(membership, before.membership);
@@ -68,11 +84,11 @@ async fn a_snapshot_restores_state_and_last_applied_together() {
 #[test]
 fn the_incarnation_is_created_with_the_database_and_kept_across_opens() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let first = store::open(dir.path()).expect("open").incarnation;
-    let again = store::open(dir.path()).expect("reopen").incarnation;
+    let first = open(dir.path()).incarnation;
+    let again = open(dir.path()).incarnation;
     assert_eq!(first, again, "the same data keeps its incarnation");
     let wiped = tempfile::tempdir().expect("tempdir");
-    let other = store::open(wiped.path()).expect("open").incarnation;
+    let other = open(wiped.path()).incarnation;
     assert_ne!(first, other, "a new data directory is a new incarnation");
     assert!(!first.is_empty());
 }
@@ -80,7 +96,7 @@ fn the_incarnation_is_created_with_the_database_and_kept_across_opens() {
 #[tokio::test]
 async fn a_node_that_stopped_as_leader_starts_as_a_follower_of_its_term() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let mut log = store::open(dir.path()).expect("open").log;
+    let mut log = open(dir.path()).log;
     let mut led = openraft::Vote::new(3, 1);
     led.commit();
     log.save_vote(&led).await.expect("save");
