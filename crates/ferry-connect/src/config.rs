@@ -9,9 +9,13 @@ use crate::error::{ConnectError, Result};
 /// The type of a property value, as Kafka Connect's `ConfigDef.Type`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ConfigType {
+    /// Text.
     String,
+    /// A 32-bit integer.
     Int,
+    /// A 64-bit integer.
     Long,
+    /// `true` or `false`.
     Boolean,
     /// Comma-separated list.
     List,
@@ -22,6 +26,7 @@ pub enum ConfigType {
 }
 
 impl ConfigType {
+    /// Kafka Connect's name of the type (`STRING`, `INT`, …).
     pub fn as_str(self) -> &'static str {
         match self {
             ConfigType::String => "STRING",
@@ -57,16 +62,21 @@ impl ConfigType {
     }
 }
 
+/// How much a property matters (Kafka Connect's `ConfigDef.Importance`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Importance {
+    /// `HIGH`.
     High,
+    /// `MEDIUM`.
     Medium,
+    /// `LOW`.
     Low,
 }
 
 /// Whether Ferry honours a property. Nothing is silently ignored (DESIGN.md).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Support {
+    /// Honoured.
     Supported,
     /// Accepted for compatibility, without effect; the reason is shown as a warning.
     NoEffect(&'static str),
@@ -80,16 +90,23 @@ pub type Validator = fn(&str) -> Result<(), String>;
 /// One property.
 #[derive(Clone, Debug)]
 pub struct ConfigKey {
+    /// The property's name.
     pub name: &'static str,
+    /// Its type.
     pub ty: ConfigType,
     /// `None` and `required`: the property must be given.
     pub default: Option<&'static str>,
+    /// Whether it must be given (when it has no default).
     pub required: bool,
+    /// How much it matters.
     pub importance: Importance,
+    /// What it does, for the validate API and the docs.
     pub doc: &'static str,
+    /// A check of its value beyond its type.
     pub validator: Option<Validator>,
     /// The values an enumerated property may take (see [`Choice`]), matched ignoring case.
     pub allowed: Option<fn() -> Vec<&'static str>>,
+    /// Whether Ferry honours it.
     pub support: Support,
 }
 
@@ -97,6 +114,7 @@ pub struct ConfigKey {
 /// declared once — [`ConfigKey::choice`] takes the names from it for validation and the
 /// validate API, [`Values::choice`] the values for parsing.
 pub trait Choice: Copy + 'static {
+    /// Each name a config may give, and what it stands for.
     const CHOICES: &'static [(&'static str, Self)];
 }
 
@@ -143,21 +161,25 @@ impl ConfigKey {
         }
     }
 
+    /// The property must be given.
     pub const fn required(mut self) -> Self {
         self.required = true;
         self
     }
 
+    /// The value taken when the property is not given.
     pub const fn default(mut self, value: &'static str) -> Self {
         self.default = Some(value);
         self
     }
 
+    /// A check of the value beyond its type.
     pub const fn validator(mut self, validator: Validator) -> Self {
         self.validator = Some(validator);
         self
     }
 
+    /// Whether Ferry honours the property.
     pub const fn support(mut self, support: Support) -> Self {
         self.support = support;
         self
@@ -369,6 +391,7 @@ pub struct Values<'a> {
 }
 
 impl<'a> Values<'a> {
+    /// The config `props` read through the declarations `def`.
     pub fn new(def: ConfigDef, props: &'a BTreeMap<String, String>) -> Self {
         Values { def, props }
     }
@@ -435,6 +458,7 @@ impl<'a> Values<'a> {
         }
     }
 
+    /// A boolean (`true`, ignoring case; else false).
     pub fn boolean(&self, name: &str) -> Result<bool> {
         Ok(self
             .get(name)?

@@ -10,26 +10,44 @@ use crate::logical::{java_date_string, Decimal, Logical};
 
 /// Logical type names (schema names) of Kafka Connect.
 pub mod logical {
+    /// The name of Kafka Connect's Decimal logical type.
     pub const DECIMAL: &str = "org.apache.kafka.connect.data.Decimal";
+    /// The Decimal schema's parameter holding its scale.
     pub const DECIMAL_SCALE: &str = "scale";
+    /// The name of Kafka Connect's Date logical type (days since the epoch, INT32).
     pub const DATE: &str = "org.apache.kafka.connect.data.Date";
+    /// The name of Kafka Connect's Time logical type (milliseconds of the day, INT32).
     pub const TIME: &str = "org.apache.kafka.connect.data.Time";
+    /// The name of Kafka Connect's Timestamp logical type (milliseconds since the epoch, INT64).
     pub const TIMESTAMP: &str = "org.apache.kafka.connect.data.Timestamp";
 }
 
+/// The type of a schema (Kafka Connect's `Schema.Type`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum SchemaType {
+    /// 8-bit integer.
     Int8,
+    /// 16-bit integer.
     Int16,
+    /// 32-bit integer.
     Int32,
+    /// 64-bit integer.
     Int64,
+    /// 32-bit float.
     Float32,
+    /// 64-bit float.
     Float64,
+    /// Boolean.
     Boolean,
+    /// Text.
     String,
+    /// Bytes.
     Bytes,
+    /// A list of values of one schema.
     Array,
+    /// Keys and values of one schema each.
     Map,
+    /// Named fields.
     Struct,
 }
 
@@ -75,12 +93,19 @@ impl SchemaType {
 /// A schema. Shared (`Arc`) between records, as Kafka Connect shares schema instances.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Schema {
+    /// Its type.
     pub ty: SchemaType,
+    /// Whether the value may be null.
     pub optional: bool,
+    /// The value taken for a null, if any.
     pub default: Option<Value>,
+    /// Its name (a logical type's, a record's).
     pub name: Option<String>,
+    /// Its version.
     pub version: Option<i32>,
+    /// Its documentation.
     pub doc: Option<String>,
+    /// Parameters (a Decimal's scale, …).
     pub parameters: BTreeMap<String, String>,
     /// Struct fields, in order.
     pub fields: Vec<Field>,
@@ -93,8 +118,11 @@ pub struct Schema {
 /// A field of a struct schema.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Field {
+    /// The field's name.
     pub name: String,
+    /// Its position in the struct.
     pub index: usize,
+    /// Its schema.
     pub schema: Arc<Schema>,
 }
 
@@ -115,21 +143,25 @@ impl Schema {
         }
     }
 
+    /// The same schema, optional.
     pub fn optional(mut self) -> Self {
         self.optional = true;
         self
     }
 
+    /// The same schema, named.
     pub fn named(mut self, name: impl Into<String>) -> Self {
         self.name = Some(name.into());
         self
     }
 
+    /// The same schema, versioned.
     pub fn versioned(mut self, version: i32) -> Self {
         self.version = Some(version);
         self
     }
 
+    /// The same schema, documented.
     pub fn documented(mut self, doc: impl Into<String>) -> Self {
         self.doc = Some(doc.into());
         self
@@ -143,11 +175,13 @@ impl Schema {
         Ok(self)
     }
 
+    /// The same schema with a parameter.
     pub fn parameter(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
         self.parameters.insert(key.into(), value.into());
         self
     }
 
+    /// An array schema of `elements`.
     pub fn array(elements: Schema) -> Self {
         Schema {
             value_schema: Some(Arc::new(elements)),
@@ -155,6 +189,7 @@ impl Schema {
         }
     }
 
+    /// A map schema of `keys` to `values`.
     pub fn map(keys: Schema, values: Schema) -> Self {
         Schema {
             key_schema: Some(Arc::new(keys)),
@@ -179,6 +214,7 @@ impl Schema {
         }
     }
 
+    /// A struct schema's field by name.
     pub fn field(&self, name: &str) -> Option<&Field> {
         self.fields.iter().find(|f| f.name == name)
     }
@@ -264,19 +300,31 @@ impl Schema {
 /// A Connect value.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Value {
+    /// Null.
     Null,
+    /// An INT8.
     Int8(i8),
+    /// An INT16.
     Int16(i16),
+    /// An INT32.
     Int32(i32),
+    /// An INT64.
     Int64(i64),
+    /// A FLOAT32.
     Float32(f32),
+    /// A FLOAT64.
     Float64(f64),
+    /// A BOOLEAN.
     Boolean(bool),
+    /// A STRING.
     String(String),
+    /// BYTES.
     Bytes(Vec<u8>),
+    /// An ARRAY.
     Array(Vec<Value>),
     /// Entries in order (keys may be any value, as in Kafka Connect).
     Map(Vec<(Value, Value)>),
+    /// A STRUCT.
     Struct(Struct),
     /// A value of a `Decimal` schema.
     Decimal(Decimal),
@@ -312,6 +360,7 @@ impl Value {
         }
     }
 
+    /// Whether it is null.
     pub fn is_null(&self) -> bool {
         matches!(self, Value::Null)
     }
@@ -365,6 +414,7 @@ impl fmt::Display for Value {
 /// A struct value: a schema and one value per field.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Struct {
+    /// Its schema.
     pub schema: Arc<Schema>,
     values: Vec<Value>,
 }
@@ -417,6 +467,7 @@ impl Struct {
         self.values.get(index).unwrap_or(&Value::Null)
     }
 
+    /// A field's value by name.
     pub fn get(&self, field: &str) -> Option<&Value> {
         let f = self.schema.field(field)?;
         match &self.values[f.index] {
@@ -458,11 +509,14 @@ impl fmt::Display for Struct {
 /// A schema (absent for schemaless data) and a value.
 #[derive(Clone, Debug, PartialEq)]
 pub struct SchemaAndValue {
+    /// The schema, if the data has one.
     pub schema: Option<Arc<Schema>>,
+    /// The value.
     pub value: Value,
 }
 
 impl SchemaAndValue {
+    /// Null without a schema.
     pub fn null() -> Self {
         SchemaAndValue {
             schema: None,

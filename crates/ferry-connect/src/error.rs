@@ -4,17 +4,26 @@
 /// Which stage of a record's way an error arose in (Kafka Connect's `Stage`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Stage {
+    /// Converting a key.
     KeyConverter,
+    /// Converting a value.
     ValueConverter,
+    /// Converting headers.
     HeaderConverter,
+    /// A transform.
     Transformation,
+    /// The sink task's `put`.
     TaskPut,
+    /// The source task's `poll`.
     TaskPoll,
+    /// Producing to Kafka.
     KafkaProduce,
+    /// Consuming from Kafka.
     KafkaConsume,
 }
 
 impl Stage {
+    /// Kafka Connect's name of the stage (`VALUE_CONVERTER`, …).
     pub fn as_str(self) -> &'static str {
         match self {
             Stage::KeyConverter => "KEY_CONVERTER",
@@ -38,16 +47,20 @@ pub enum Retry {
     Fatal,
 }
 
+/// An error of a connector, a task, a converter or a transform.
 #[derive(Debug, thiserror::Error)]
 #[error("{message}")]
 pub struct ConnectError {
+    /// Whether retrying may help.
     pub retry: Retry,
     /// Kafka Connect's exception class, for status traces and DLQ headers
     /// (e.g. `org.apache.kafka.connect.errors.DataException`).
     pub class: &'static str,
+    /// What went wrong.
     pub message: String,
     /// What a config error is about, for validation to report on its property.
     pub config: Option<Box<ConfigProblem>>,
+    /// What caused it.
     #[source]
     pub source: Option<Box<dyn std::error::Error + Send + Sync>>,
 }
@@ -56,8 +69,11 @@ pub struct ConnectError {
 /// secret's), and what is wrong with it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ConfigProblem {
+    /// The property at fault.
     pub property: String,
+    /// The value it was given, if it is not a secret.
     pub value: Option<String>,
+    /// What is wrong with it.
     pub problem: String,
 }
 
@@ -171,6 +187,7 @@ impl ConnectError {
         }
     }
 
+    /// Whether retrying may help.
     pub fn is_retriable(&self) -> bool {
         self.retry == Retry::Retriable
     }
@@ -200,4 +217,5 @@ impl ConnectError {
 #[error("{0}")]
 struct Cause(String);
 
+/// A result whose error is a [`ConnectError`] by default.
 pub type Result<T, E = ConnectError> = std::result::Result<T, E>;

@@ -29,15 +29,21 @@ pub enum Tolerance {
 /// A connector's error settings.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ErrorSettings {
+    /// `errors.tolerance`.
     pub tolerance: Tolerance,
     /// How long retriable failures are retried; `None`: forever (`-1`).
     pub retry_timeout: Option<Duration>,
+    /// `errors.retry.delay.max.ms`: the longest wait between retries.
     pub retry_delay_max: Duration,
+    /// `errors.log.enable`.
     pub log: bool,
+    /// `errors.log.include.messages`.
     pub log_messages: bool,
     /// The dead letter queue of a sink, if one is set.
     pub dlq_topic: Option<String>,
+    /// `errors.deadletterqueue.topic.replication.factor`.
     pub dlq_replication_factor: i32,
+    /// `errors.deadletterqueue.context.headers.enable`.
     pub context_headers: bool,
 }
 
@@ -185,11 +191,17 @@ pub fn dead_letter_config() -> ConfigDef {
 /// Where a failed record came from and why it failed: what the context headers say.
 #[derive(Clone, Debug, PartialEq)]
 pub struct FailureContext {
+    /// The topic the record was consumed from (or was to go to).
     pub topic: String,
+    /// Its partition (-1: not known).
     pub partition: i32,
+    /// Its offset (-1: not known).
     pub offset: i64,
+    /// The connector.
     pub connector: String,
+    /// The task.
     pub task: u32,
+    /// Where the record failed.
     pub stage: Stage,
     /// The class that failed (Kafka Connect's: the converter, transform or task class).
     pub class_name: String,

@@ -2,6 +2,8 @@
 //! values, structs), records, the connector and task contracts, converters, typed config
 //! definitions and their validation, and plugin descriptions.
 
+#![warn(missing_docs)]
+
 pub mod config;
 pub mod converter;
 pub mod data;

@@ -13,9 +13,16 @@ use crate::error::{ConnectError, Result};
 /// Which logical type a schema is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Logical {
-    Decimal { scale: i32 },
+    /// A decimal number of a fixed scale.
+    Decimal {
+        /// Digits after the decimal point.
+        scale: i32,
+    },
+    /// A date: days since 1970-01-01.
     Date,
+    /// A time of day in milliseconds.
     Time,
+    /// An instant in milliseconds since the epoch.
     Timestamp,
 }
 
@@ -108,6 +115,7 @@ impl Logical {
         }
     }
 
+    /// Kafka Connect's name of the logical type.
     pub fn name(self) -> &'static str {
         match self {
             Logical::Decimal { .. } => logical::DECIMAL,
@@ -147,17 +155,21 @@ pub fn timestamp_schema() -> Schema {
         .versioned(1)
 }
 
+/// Milliseconds in a day.
 pub const MILLIS_PER_DAY: i64 = 86_400_000;
 
 /// A decimal number: `unscaled × 10^-scale`, as Java's `BigDecimal` (here of at most 38 digits:
 /// an unscaled value within i128).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Decimal {
+    /// The digits, without the decimal point.
     pub unscaled: i128,
+    /// How many of them are after the point.
     pub scale: i32,
 }
 
 impl Decimal {
+    /// `unscaled × 10^-scale`.
     pub fn new(unscaled: i128, scale: i32) -> Self {
         Decimal { unscaled, scale }
     }
@@ -259,6 +271,7 @@ impl Decimal {
         Ok(Decimal { unscaled, scale })
     }
 
+    /// The nearest double.
     pub fn to_f64(self) -> f64 {
         // Through the text form, so that the result is the closest double.
         self.to_string().parse().unwrap_or(f64::NAN)

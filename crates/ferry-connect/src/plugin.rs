@@ -6,13 +6,17 @@ use crate::config::ConfigDef;
 use crate::error::Result;
 use crate::task::{Connector, Props, SinkTask, SinkTaskContext, SourceTask, SourceTaskContext};
 
+/// Whether a plugin is a sink or a source.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum PluginKind {
+    /// A sink connector.
     Sink,
+    /// A source connector.
     Source,
 }
 
 impl PluginKind {
+    /// `sink` or `source`, as Kafka Connect's REST API says.
     pub fn as_str(self) -> &'static str {
         match self {
             PluginKind::Sink => "sink",
@@ -37,7 +41,9 @@ pub type ConfigCheck = fn(&BTreeMap<String, String>) -> Vec<Finding>;
 /// and their context, so that a built task has everything it needs.
 #[derive(Clone, Copy, Debug)]
 pub enum TaskFactory {
+    /// A sink's tasks.
     Sink(fn(&Props, SinkTaskContext) -> Result<Box<dyn SinkTask>>),
+    /// A source's tasks.
     Source(fn(&Props, SourceTaskContext) -> Result<Box<dyn SourceTask>>),
 }
 
@@ -45,11 +51,15 @@ pub enum TaskFactory {
 /// short aliases Kafka Connect accepts, its config definition, and how to build it.
 #[derive(Clone, Debug)]
 pub struct PluginDesc {
+    /// Kafka Connect's class name.
     pub class: &'static str,
+    /// Short names Kafka Connect accepts too.
     pub aliases: &'static [&'static str],
+    /// The plugin's version.
     pub version: &'static str,
     /// Build the connector from its (validated) config.
     pub connector: fn(&Props) -> Result<Box<dyn Connector>>,
+    /// How its tasks are built.
     pub tasks: TaskFactory,
     /// The plugin's own properties (the common connector and sink ones are added by
     /// validation).
@@ -59,6 +69,7 @@ pub struct PluginDesc {
 }
 
 impl PluginDesc {
+    /// Whether it is a sink or a source.
     pub fn kind(&self) -> PluginKind {
         match self.tasks {
             TaskFactory::Sink(_) => PluginKind::Sink,

@@ -8,11 +8,14 @@ use crate::data::{Schema, Value};
 /// A Kafka topic-partition.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct TopicPartition {
+    /// The topic.
     pub topic: String,
+    /// The partition.
     pub partition: i32,
 }
 
 impl TopicPartition {
+    /// A topic's partition.
     pub fn new(topic: impl Into<String>, partition: i32) -> Self {
         TopicPartition {
             topic: topic.into(),
@@ -30,27 +33,39 @@ impl std::fmt::Display for TopicPartition {
 /// A record header, converted by the header converter.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Header {
+    /// The header's key.
     pub key: String,
+    /// The schema of its value, if any.
     pub schema: Option<Arc<Schema>>,
+    /// Its value.
     pub value: Value,
 }
 
 /// A record consumed from Kafka, handed to a sink task.
 #[derive(Clone, Debug, PartialEq)]
 pub struct SinkRecord {
+    /// The topic it was consumed from (a transform may rename it).
     pub topic: String,
+    /// Its partition.
     pub partition: i32,
+    /// Its offset.
     pub offset: i64,
     /// Milliseconds since the epoch, if the record has a timestamp.
     pub timestamp: Option<i64>,
+    /// The key's schema, if any.
     pub key_schema: Option<Arc<Schema>>,
+    /// The key.
     pub key: Value,
+    /// The value's schema, if any.
     pub value_schema: Option<Arc<Schema>>,
+    /// The value.
     pub value: Value,
+    /// Its headers.
     pub headers: Vec<Header>,
 }
 
 impl SinkRecord {
+    /// Its topic and partition.
     pub fn topic_partition(&self) -> TopicPartition {
         TopicPartition::new(self.topic.clone(), self.partition)
     }
@@ -66,14 +81,21 @@ pub struct SourceRecord {
     pub source_partition: SourceMap,
     /// How far that source has been read once this record is delivered (e.g. `{"position": …}`).
     pub source_offset: SourceMap,
+    /// The topic it goes to.
     pub topic: String,
     /// `None`: the producer's partitioner chooses.
     pub partition: Option<i32>,
+    /// The key's schema, if any.
     pub key_schema: Option<Arc<Schema>>,
+    /// The key.
     pub key: Value,
+    /// The value's schema, if any.
     pub value_schema: Option<Arc<Schema>>,
+    /// The value.
     pub value: Value,
+    /// Its timestamp in milliseconds since the epoch, if any.
     pub timestamp: Option<i64>,
+    /// Its headers.
     pub headers: Vec<Header>,
 }
 

@@ -42,6 +42,7 @@ pub trait Connector: Send + Sync {
 /// its offset may be committed.
 #[async_trait]
 pub trait ErrantRecordReporter: Send + Sync {
+    /// Report a record that failed in `put`: dead-lettered or failing the task, as configured.
     async fn report(&self, record: &SinkRecord, error: &ConnectError) -> Result<()>;
 }
 
@@ -51,8 +52,11 @@ pub trait ErrantRecordReporter: Send + Sync {
 /// retry after an unknown outcome cannot apply twice.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SinkCommit {
+    /// The partition.
     pub partition: TopicPartition,
+    /// The next offset recorded before this commit (the commit's first).
     pub start: i64,
+    /// The next offset after it.
     pub next: i64,
     /// What the sink needs recorded with the offsets (e.g. temporary → final file names).
     pub payload: BTreeMap<String, String>,
@@ -61,11 +65,13 @@ pub struct SinkCommit {
 /// What became of a [`SinkCommit`].
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum CommitOutcome {
+    /// Recorded.
     Committed,
     /// The task's generation is stale: another owner has the partition. Stop writing.
     Fenced,
     /// `start` did not match; the recorded next offset is given. Nothing was changed.
     Conflict {
+        /// The next offset recorded, if any.
         recorded: Option<i64>,
     },
 }
@@ -73,6 +79,7 @@ pub enum CommitOutcome {
 /// The commit interface of exactly-once sinks; the worker implements it over the control plane.
 #[async_trait]
 pub trait SinkCommitter: Send + Sync {
+    /// Record a commit if its `start` is the recorded next offset and this task still owns the partition.
     async fn commit(&self, commit: SinkCommit) -> Result<CommitOutcome>;
     /// The next offset recorded for a partition.
     async fn committed(&self, partition: &TopicPartition) -> Result<Option<i64>> {
@@ -147,13 +154,19 @@ impl WallClock {
 /// What a sink task is built with, beside its config.
 #[derive(Clone)]
 pub struct SinkTaskContext {
+    /// The connector's name.
     pub connector: String,
+    /// The task's number.
     pub task: u32,
     /// The generation this run of the task has (for unique file names; commits carry it).
     pub generation: u64,
+    /// Where records that fail in `put` are reported, if errors are handled.
     pub reporter: Option<Arc<dyn ErrantRecordReporter>>,
+    /// Commits of exactly-once sinks, through Raft.
     pub committer: Arc<dyn SinkCommitter>,
+    /// Where the task asks to consume partitions again.
     pub rewinds: Arc<Rewinds>,
+    /// The wall clock of schedules and record times.
     pub clock: WallClock,
 }
 
@@ -191,19 +204,24 @@ pub trait SinkTask: Send {
     async fn close(&mut self, _partitions: &[TopicPartition]) -> Result<()> {
         Ok(())
     }
+    /// Stop: let go of what it holds.
     async fn stop(&mut self) -> Result<()>;
 }
 
 /// Committed source offsets, for a starting source task.
 pub trait OffsetReader: Send + Sync {
+    /// The offset committed for a source partition, if any.
     fn offset(&self, partition: &SourceMap) -> Option<SourceMap>;
 }
 
 /// What a source task is built with, beside its config.
 #[derive(Clone)]
 pub struct SourceTaskContext {
+    /// The connector's name.
     pub connector: String,
+    /// The task's number.
     pub task: u32,
+    /// The offsets committed for its source partitions.
     pub offsets: Arc<dyn OffsetReader>,
 }
 
@@ -222,5 +240,6 @@ pub trait SourceTask: Send {
     async fn commit(&mut self) -> Result<()> {
         Ok(())
     }
+    /// Stop: let go of what it holds.
     async fn stop(&mut self) -> Result<()>;
 }

@@ -15,8 +15,11 @@ const DEFAULT: &str = "default";
 /// One group's settings: `-1` leaves partitions or replication to the broker's defaults.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TopicSettings {
+    /// The group whose settings these are (`default`, or a name in `topic.creation.groups`).
     pub group: String,
+    /// Partitions of a new topic (-1: the broker's default).
     pub partitions: i32,
+    /// Its replication factor (-1: the broker's default).
     pub replication_factor: i32,
     /// Topic configs, e.g. `cleanup.policy`.
     pub configs: BTreeMap<String, String>,

@@ -6,9 +6,12 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use crate::error::{ConnectError, Result};
 
+/// The topics a sink consumes.
 #[derive(Clone, Debug)]
 pub enum Topics {
+    /// `topics`.
     List(BTreeSet<String>),
+    /// `topics.regex`, anchored to whole names.
     Regex(regex::Regex),
 }
 
@@ -41,6 +44,7 @@ impl Topics {
         }
     }
 
+    /// Whether the sink consumes `topic`.
     pub fn matches(&self, topic: &str) -> bool {
         match self {
             Topics::List(list) => list.contains(topic),

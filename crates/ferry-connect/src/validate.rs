@@ -10,13 +10,19 @@ use crate::plugin::{find, Finding, PluginDesc, PluginKind};
 /// The validation of one property.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct FieldResult {
+    /// The property's name.
     pub name: String,
     /// The given value (`None`: not given).
     pub value: Option<String>,
+    /// What is wrong with its value.
     pub errors: Vec<String>,
+    /// What the user should know (accepted without effect, …).
     pub warnings: Vec<String>,
+    /// What the property does.
     pub doc: String,
+    /// Its type, if it is declared.
     pub ty: Option<ConfigType>,
+    /// Whether it must be given.
     pub required: bool,
 }
 
@@ -39,15 +45,19 @@ impl FieldResult {
 pub struct Validation {
     /// The plugin's class, when `connector.class` named a known plugin.
     pub class: Option<&'static str>,
+    /// Sink or source, when `connector.class` named a known plugin.
     pub kind: Option<PluginKind>,
+    /// Every property's result.
     pub fields: Vec<FieldResult>,
 }
 
 impl Validation {
+    /// How many errors there are in all.
     pub fn error_count(&self) -> usize {
         self.fields.iter().map(|f| f.errors.len()).sum()
     }
 
+    /// Every warning, as `property: warning`.
     pub fn warnings(&self) -> impl Iterator<Item = String> + '_ {
         self.fields
             .iter()

@@ -11,11 +11,14 @@ use crate::value_text::{parse_text, to_text};
 
 use super::Converter;
 
+/// Kafka Connect's SimpleHeaderConverter.
 pub const SIMPLE_HEADER_CONVERTER: &str = "org.apache.kafka.connect.storage.SimpleHeaderConverter";
 
 /// Header bytes ⇄ Connect data (Kafka Connect's `HeaderConverter`).
 pub trait HeaderConverter: Send + Sync {
+    /// A header's bytes as Connect data.
     fn decode(&self, topic: &str, key: &str, data: Option<&[u8]>) -> Result<SchemaAndValue>;
+    /// Connect data as a header's bytes.
     fn encode(
         &self,
         topic: &str,

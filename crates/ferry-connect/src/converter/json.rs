@@ -17,6 +17,7 @@ use crate::logical::{Decimal, Logical};
 
 use super::{Converter, SERIALIZATION_ERROR};
 
+/// Kafka Connect's JsonConverter.
 pub const JSON_CONVERTER: &str = "org.apache.kafka.connect.json.JsonConverter";
 
 const B64: base64::engine::GeneralPurpose = base64::engine::general_purpose::STANDARD;

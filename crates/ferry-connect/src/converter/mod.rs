@@ -18,7 +18,9 @@ pub use json::{JsonConverter, JSON_CONVERTER};
 /// Kafka bytes ⇄ Connect data (Kafka Connect's `Converter`: `decode` is `toConnectData`,
 /// `encode` is `fromConnectData`).
 pub trait Converter: Send + Sync {
+    /// Bytes consumed from `topic` as Connect data.
     fn decode(&self, topic: &str, data: Option<&[u8]>) -> Result<SchemaAndValue>;
+    /// Connect data as the bytes to produce to `topic`.
     fn encode(
         &self,
         topic: &str,
@@ -27,7 +29,9 @@ pub trait Converter: Send + Sync {
     ) -> Result<Option<Vec<u8>>>;
 }
 
+/// Kafka Connect's StringConverter.
 pub const STRING_CONVERTER: &str = "org.apache.kafka.connect.storage.StringConverter";
+/// Kafka Connect's ByteArrayConverter.
 pub const BYTE_ARRAY_CONVERTER: &str = "org.apache.kafka.connect.converters.ByteArrayConverter";
 
 /// The converter classes Ferry has, with their short aliases.

@@ -43,18 +43,27 @@ pub use predicate::Predicate;
 /// The parts of a record that transforms read and change, for sink and source records alike
 /// (Kafka Connect's `ConnectRecord`).
 pub trait ConnectRecord {
+    /// The record's topic.
     fn topic(&self) -> &str;
+    /// Route the record to another topic.
     fn set_topic(&mut self, topic: String);
     /// The Kafka partition, if the record has one yet.
     fn kafka_partition(&self) -> Option<i32>;
     /// The Kafka offset: sink records only.
     fn kafka_offset(&self) -> Option<i64>;
+    /// Its timestamp in milliseconds, if any.
     fn timestamp(&self) -> Option<i64>;
+    /// Its key and the key's schema.
     fn key(&self) -> (Option<&Arc<Schema>>, &Value);
+    /// Replace its key.
     fn set_key(&mut self, schema: Option<Arc<Schema>>, value: Value);
+    /// Its value and the value's schema.
     fn value(&self) -> (Option<&Arc<Schema>>, &Value);
+    /// Replace its value.
     fn set_value(&mut self, schema: Option<Arc<Schema>>, value: Value);
+    /// Its headers.
     fn headers(&self) -> &[Header];
+    /// Its headers, to change.
     fn headers_mut(&mut self) -> &mut Vec<Header>;
 }
 
@@ -114,6 +123,7 @@ connect_record!(
 /// What a transform did with a record.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Applied {
+    /// The record goes on.
     Keep,
     /// Dropped: the record goes no further (it still counts as processed).
     Drop,
@@ -121,17 +131,21 @@ pub enum Applied {
 
 /// One transform, configured.
 pub trait Transformation: Send + Sync {
+    /// Transform a record in place, or say it is dropped.
     fn apply(&self, record: &mut dyn ConnectRecord) -> Result<Applied>;
 }
 
 /// Which part of a record a `$Key` / `$Value` transform works on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Part {
+    /// The record's key.
     Key,
+    /// The record's value.
     Value,
 }
 
 impl Part {
+    /// The part of a record, with its schema.
     pub fn get(self, record: &dyn ConnectRecord) -> (Option<Arc<Schema>>, Value) {
         let (schema, value) = match self {
             Part::Key => record.key(),
@@ -140,6 +154,7 @@ impl Part {
         (schema.cloned(), value.clone())
     }
 
+    /// Replace the part of a record.
     pub fn set(self, record: &mut dyn ConnectRecord, schema: Option<Arc<Schema>>, value: Value) {
         match self {
             Part::Key => record.set_key(schema, value),
@@ -147,6 +162,7 @@ impl Part {
         }
     }
 
+    /// `key` or `value`.
     pub fn name(self) -> &'static str {
         match self {
             Part::Key => "key",
@@ -158,8 +174,11 @@ impl Part {
 /// A transform class: its name, its properties, and how to build it from them (named without
 /// the `transforms.<alias>.` prefix).
 pub struct TransformClass {
+    /// Kafka Connect's class name.
     pub class: &'static str,
+    /// Its properties.
     pub config: fn() -> ConfigDef,
+    /// Build it from its own properties.
     pub build: fn(&Props) -> Result<Box<dyn Transformation>>,
 }
 
@@ -274,6 +293,7 @@ impl Chain {
         Ok(Chain { steps })
     }
 
+    /// Whether no transform is configured.
     pub fn is_empty(&self) -> bool {
         self.steps.is_empty()
     }

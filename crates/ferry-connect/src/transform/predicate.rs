@@ -11,6 +11,7 @@ use super::{check_props, key, list, own_props, prop, ConnectRecord, Props};
 
 /// Whether a record is selected.
 pub trait Predicate: Send + Sync {
+    /// Whether the record matches.
     fn test(&self, record: &dyn ConnectRecord) -> bool;
 }
 
