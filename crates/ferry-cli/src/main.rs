@@ -4,6 +4,8 @@
 //! names the field), 5 no node reachable or no leader, 6 conflict (exists already, version
 //! mismatch, connector not STOPPED for an offsets change).
 
+#![warn(missing_docs)]
+
 mod client;
 mod connectors;
 mod input;

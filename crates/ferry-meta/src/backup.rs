@@ -25,9 +25,11 @@ pub struct Backup {
     pub state: ClusterState,
 }
 
+/// What a backup file's `kind` says.
 pub const BACKUP_KIND: &str = "ferry-backup";
 
 impl Backup {
+    /// A backup of `state`, taken at `applied_index`.
     pub fn of(state: &ClusterState, applied_index: Option<u64>) -> Self {
         Backup {
             kind: BACKUP_KIND.into(),
@@ -37,6 +39,7 @@ impl Backup {
         }
     }
 
+    /// The backup as a JSON file.
     pub fn encode(&self) -> Result<Vec<u8>, String> {
         serde_json::to_vec_pretty(self).map_err(|e| format!("cannot encode the backup: {e}"))
     }

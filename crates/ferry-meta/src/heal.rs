@@ -60,10 +60,14 @@ pub enum Standing {
     NotMember,
     /// The membership records another incarnation: this node's data is a new copy, and the
     /// entries its previous copy acknowledged may be lost.
-    Lost { recorded: String },
+    Lost {
+        /// The incarnation the membership records.
+        recorded: String,
+    },
 }
 
 impl Standing {
+    /// Whether it may vote and campaign.
     pub fn may_vote(&self) -> bool {
         matches!(self, Standing::Whole | Standing::Invited)
     }
@@ -114,8 +118,11 @@ pub fn standing(
 /// A member as the leader sees it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Member {
+    /// Its node id.
     pub id: NodeId,
+    /// Its addresses and incarnation.
     pub node: FerryNode,
+    /// Whether it is a voter (else a learner).
     pub voter: bool,
     /// The highest log index the leader knows to be on it.
     pub matched: Option<u64>,
@@ -125,23 +132,42 @@ pub struct Member {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Action {
     /// Make a voter a learner: it may have lost entries it acknowledged.
-    Demote { id: NodeId, reason: String },
+    Demote {
+        /// The voter.
+        id: NodeId,
+        /// Why.
+        reason: String,
+    },
     /// Record a member's incarnation.
-    Record { id: NodeId, node: FerryNode },
+    Record {
+        /// The member.
+        id: NodeId,
+        /// Its addresses with the incarnation it reported.
+        node: FerryNode,
+    },
     /// Make a caught-up learner a voter again.
-    Promote { id: NodeId },
+    Promote {
+        /// The learner.
+        id: NodeId,
+    },
 }
 
 /// What the leader sees: the membership, the incarnations nodes reported, the nodes found to
 /// have started behind what the leader had matched for them, and how far the log is applied.
 pub struct View<'a> {
+    /// The leader (this node).
     pub leader: NodeId,
+    /// Every member.
     pub members: &'a [Member],
+    /// The incarnation each node reported last.
     pub reported: &'a BTreeMap<NodeId, String>,
+    /// Voters found to have started behind, and why.
     pub suspects: &'a BTreeMap<NodeId, String>,
     /// Voters unreachable for longer than `replace_dead_voter_after_ms`.
     pub silent: &'a BTreeSet<NodeId>,
+    /// How far the leader has applied the log.
     pub applied: Option<u64>,
+    /// How many voters the cluster aims at.
     pub target_voters: usize,
 }
 
@@ -284,6 +310,7 @@ pub fn silent_voters(
 /// How the healer runs.
 #[derive(Clone, Copy, Debug)]
 pub struct Settings {
+    /// How many voters the cluster aims at.
     pub target_voters: usize,
     /// Replace a voter unreachable this long by a caught-up learner (`None`: never).
     pub replace_dead_voter_after: Option<Duration>,

@@ -4,6 +4,8 @@
 //! Nothing here knows about Kafka or connectors: the state holds connector configs as opaque
 //! property maps.
 
+#![warn(missing_docs)]
+
 pub mod backup;
 pub mod error;
 pub mod format;

@@ -251,10 +251,12 @@ impl MetaNode {
         self.inner.deadline
     }
 
+    /// This node's id.
     pub fn id(&self) -> NodeId {
         self.inner.id
     }
 
+    /// Its Raft instance.
     pub fn raft(&self) -> &Raft {
         &self.inner.raft
     }
@@ -274,6 +276,7 @@ impl MetaNode {
         committed.map(|l| l.index)
     }
 
+    /// The leader this node knows of.
     pub fn leader(&self) -> Option<NodeId> {
         self.inner.raft.metrics().borrow().current_leader
     }
@@ -309,6 +312,7 @@ impl MetaNode {
         self.inner.raft.metrics().borrow().state
     }
 
+    /// Stop Raft.
     pub async fn shutdown(&self) -> Result<(), MetaError> {
         self.inner
             .raft

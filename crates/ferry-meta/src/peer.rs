@@ -15,18 +15,26 @@ use crate::types::NodeId;
 /// The calls of the peer service.
 #[derive(Clone, Copy, Debug)]
 pub enum PeerCall {
+    /// Raft's log replication.
     AppendEntries,
+    /// Raft's vote request.
     Vote,
+    /// Raft's snapshot transfer.
     InstallSnapshot,
+    /// A proposal forwarded to the leader.
     Forward,
+    /// The leader's read index.
     ReadIndex,
+    /// A bootstrap probe.
     Probe,
+    /// A worker's heartbeat.
     Heartbeat,
 }
 
 /// A worker's heartbeat to the leader.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
 pub struct Heartbeat {
+    /// The worker's node id.
     pub worker: NodeId,
     /// What the worker's node started with (see `crate::heal`).
     #[serde(default)]
@@ -43,7 +51,9 @@ pub struct Heartbeat {
 /// far, so that it sees every move of its tasks the leader made while it was away.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
 pub struct HeartbeatReply {
+    /// Whether the heartbeat renews the worker's lease.
     pub acked: bool,
+    /// The leader's applied log index.
     #[serde(default)]
     pub applied: Option<u64>,
     /// The worker is not in the leader's membership: it was removed from the cluster.
@@ -59,12 +69,18 @@ pub enum Proposal {
     /// Add a node as a learner, then promote it to voter while there are fewer than
     /// `target_voters` voters.
     AddNode {
+        /// The new node's id.
         id: NodeId,
+        /// Its addresses.
         node: FerryNode,
+        /// How many voters the cluster aims at.
         target_voters: usize,
     },
     /// Demote and remove a node.
-    RemoveNode { id: NodeId },
+    RemoveNode {
+        /// The node.
+        id: NodeId,
+    },
 }
 
 impl std::fmt::Display for Proposal {
@@ -91,7 +107,10 @@ pub struct ProposalReply {
 pub enum ProposalError {
     /// Try the leader (if known).
     #[error("node is not the leader (leader: {leader:?})")]
-    NotLeader { leader: Option<NodeId> },
+    NotLeader {
+        /// The leader this node knows of.
+        leader: Option<NodeId>,
+    },
     /// The proposal is wrong and retrying will not help.
     #[error("{0}")]
     Refused(String),
@@ -103,16 +122,20 @@ pub enum ProposalError {
 /// The leader's read index: the log index a read must see applied to be linearizable.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
 pub struct ReadIndexReply {
+    /// The index.
     pub index: Option<u64>,
 }
 
 /// What a node says about itself during bootstrap.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
 pub struct ProbeReply {
+    /// Its node id.
     pub node_id: NodeId,
     /// The node has Raft state: it belongs to a cluster (or initialized one).
     pub initialized: bool,
+    /// The id of its cluster, if it has one.
     pub cluster_id: Option<String>,
+    /// The leader it knows of.
     pub leader: Option<NodeId>,
     /// The incarnation of its data (see `crate::heal`).
     #[serde(default)]
@@ -125,6 +148,7 @@ pub struct PeerService {
 }
 
 impl PeerService {
+    /// The gRPC server of the peer service of `node`.
     pub fn server(node: MetaNode) -> PeerServer<PeerService> {
         PeerServer::new(PeerService { node })
             .max_decoding_message_size(MAX_MESSAGE_BYTES)

@@ -97,10 +97,12 @@ impl PeerClient {
         })
     }
 
+    /// The peer's address.
     pub fn addr(&self) -> &str {
         &self.addr
     }
 
+    /// The peer's node id.
     pub fn node(&self) -> NodeId {
         self.node
     }
@@ -167,6 +169,7 @@ impl PeerClient {
         self.call(PeerCall::Probe, &invitation, timeout).await
     }
 
+    /// Forward a proposal to the leader.
     pub async fn propose(
         &self,
         proposal: &Proposal,
@@ -175,6 +178,7 @@ impl PeerClient {
         self.call(PeerCall::Forward, proposal, timeout).await
     }
 
+    /// Send a worker's heartbeat to the leader.
     pub async fn heartbeat(
         &self,
         beat: &crate::peer::Heartbeat,
@@ -183,6 +187,7 @@ impl PeerClient {
         self.call(PeerCall::Heartbeat, beat, timeout).await
     }
 
+    /// Ask the leader for its read index.
     pub async fn read_index(
         &self,
         timeout: Duration,

@@ -87,10 +87,12 @@ fn find_password_param(s: &str) -> Option<usize> {
 pub struct ConfigMap(pub BTreeMap<String, String>);
 
 impl ConfigMap {
+    /// A property's value.
     pub fn get(&self, key: &str) -> Option<&str> {
         self.0.get(key).map(String::as_str)
     }
 
+    /// Whether it has no property.
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
     }

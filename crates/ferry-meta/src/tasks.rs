@@ -8,7 +8,9 @@ use crate::redact::ConfigMap;
 /// shared, or shared with another value — never a property absent from the task).
 #[derive(Clone, Debug, PartialEq, Eq, Default)]
 pub struct Split {
+    /// What every task config has.
     pub shared: ConfigMap,
+    /// Each task's own properties.
     pub own: Vec<ConfigMap>,
 }
 

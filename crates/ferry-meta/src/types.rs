@@ -19,11 +19,19 @@ openraft::declare_raft_types!(
         AsyncRuntime = openraft::TokioRuntime,
 );
 
+/// Ferry's Raft instance.
 pub type Raft = openraft::Raft<TypeConfig>;
+/// A log id.
 pub type LogId = openraft::LogId<NodeId>;
+/// A log entry.
 pub type Entry = openraft::Entry<TypeConfig>;
+/// A storage error, as openraft has it.
 pub type StorageError = openraft::StorageError<NodeId>;
+/// A stored membership.
 pub type StoredMembership = openraft::StoredMembership<NodeId, FerryNode>;
+/// A snapshot's metadata.
 pub type SnapshotMeta = openraft::SnapshotMeta<NodeId, FerryNode>;
+/// A snapshot.
 pub type Snapshot = openraft::Snapshot<TypeConfig>;
+/// A vote.
 pub type Vote = openraft::Vote<NodeId>;

@@ -1,5 +1,7 @@
 //! `ferryd`: one Ferry node — a member of the Raft control plane and a worker.
 
+#![warn(missing_docs)]
+
 mod api;
 mod bootstrap;
 mod config;

@@ -15,12 +15,16 @@ use crate::NodeId;
 /// same write apply once, and the format its command needs (see `crate::format`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Request {
+    /// The client's request id: a retry with the same id gets the first answer.
     pub id: Option<String>,
+    /// The format its command needs.
     pub format: u32,
+    /// The change.
     pub command: Command,
 }
 
 impl Request {
+    /// A write with a client request id (a retry with the same id applies once).
     pub fn new(id: impl Into<String>, command: Command) -> Self {
         Request {
             id: Some(id.into()),
@@ -120,140 +124,206 @@ impl fmt::Display for Request {
 pub enum Command {
     /// Raise the cluster's feature level (format 2): only once every member understands it.
     SetFeatureLevel {
+        /// The level: the highest format every member understands.
         level: u32,
     },
     /// Restore a backup into a cluster without connectors (format 2): see `crate::backup`.
     RestoreState {
+        /// The backup's state.
         state: Box<ClusterState>,
     },
     /// A command of a format this build does not understand, kept as it was written so that
     /// it is stored and passed on unchanged; applying it stops the node (see `crate::format`).
     #[serde(skip)]
     Unsupported {
+        /// The format it needs.
         format: u32,
+        /// The command as it was written.
         raw: serde_json::Value,
     },
     /// Set once by the node that bootstrapped the cluster.
     SetClusterId {
+        /// The cluster's id.
         id: String,
     },
     /// Register or update a worker's addresses.
     PutWorker {
+        /// The worker's node id.
         id: NodeId,
+        /// Its addresses.
         node: FerryNode,
     },
+    /// Forget a worker: its units are assigned elsewhere.
     RemoveWorker {
+        /// The worker's node id.
         id: NodeId,
     },
     /// Create (`create = true`: must not exist) or update a connector's config.
     PutConnector {
+        /// The connector.
         name: String,
+        /// The config.
         config: ConfigMap,
+        /// A create: the connector must not exist yet.
         create: bool,
         /// Compare-and-set: apply only if the current version is this.
         expected_version: Option<u64>,
     },
+    /// Delete a connector, with its tasks, status and offsets.
     DeleteConnector {
+        /// The connector.
         name: String,
     },
+    /// Pause, resume or stop a connector.
     SetTargetState {
+        /// The connector.
         name: String,
+        /// RUNNING, PAUSED or STOPPED.
         target: TargetState,
     },
     /// Restart the connector instance and, with `include_tasks`, its tasks; with `only_failed`,
     /// only those whose status is FAILED.
     Restart {
+        /// The connector.
         name: String,
+        /// Its tasks too.
         include_tasks: bool,
+        /// Only what is FAILED.
         only_failed: bool,
     },
+    /// Restart one task (a new generation fences its current run).
     RestartTask {
+        /// The connector.
         name: String,
+        /// The task.
         task: u32,
     },
     /// Task configs generated from connector config version `version`: each task's own
     /// part, with what they all share in `shared` (format 3; before it, `configs` are whole
     /// and `shared` is absent). See [`crate::tasks::split`].
     PutTaskConfigs {
+        /// The connector.
         name: String,
+        /// The connector config version they were generated from.
         version: u64,
+        /// Each task's own part of its config.
         configs: Vec<ConfigMap>,
+        /// What every task's config has (format 3).
         #[serde(default, skip_serializing_if = "ConfigMap::is_empty")]
         shared: ConfigMap,
     },
     /// Assign (or, with `worker = None`, unassign) a connector instance (`task = None`) or task.
     Assign {
+        /// The connector.
         name: String,
+        /// The task; `None`: the connector instance.
         task: Option<u32>,
+        /// The worker; `None`: unassigned.
         worker: Option<NodeId>,
     },
     /// Ask the owner of a unit to stop it, commit and release it, so that it can move without
     /// a record written twice (format 4). Fenced by generation.
     Revoke {
+        /// The connector.
         name: String,
+        /// The task; `None`: the connector instance.
         task: Option<u32>,
+        /// The generation revoked.
         generation: u64,
     },
     /// The owner stopped the unit and made its final commit under `generation`: the unit is
     /// unassigned, to be assigned afresh (format 4). Fenced by generation.
     Release {
+        /// The connector.
         name: String,
+        /// The task; `None`: the connector instance.
         task: Option<u32>,
+        /// The generation released.
         generation: u64,
     },
     /// A status report from the runtime, fenced by generation.
     ReportStatus {
+        /// The connector.
         name: String,
+        /// The task; `None`: the connector instance.
         task: Option<u32>,
+        /// The generation of the run that sends it (a stale one is fenced).
         generation: u64,
+        /// The state it is in.
         state: RunState,
+        /// The worker it runs on.
         worker: Option<NodeId>,
+        /// Why it failed, if it did.
         trace: Option<String>,
     },
     /// Sink offsets committed by a task, fenced by generation.
     CommitSinkOffsets {
+        /// The connector.
         name: String,
+        /// The task.
         task: u32,
+        /// The generation of the run that sends it (a stale one is fenced).
         generation: u64,
+        /// The next offset of each partition.
         offsets: Vec<SinkOffset>,
     },
     /// An exactly-once sink's atomic commit of one partition: accepted only if the generation
     /// is current and `start` equals the recorded next offset (or none is recorded).
     CommitSinkRange {
+        /// The connector.
         name: String,
+        /// The task.
         task: u32,
+        /// The generation of the run that sends it (a stale one is fenced).
         generation: u64,
+        /// The partition's topic.
         topic: String,
+        /// The partition.
         partition: i32,
+        /// The next offset the commit expects recorded.
         start: i64,
+        /// The next offset after the commit.
         next: i64,
+        /// What a starting task must finish (the files the commit made final).
         payload: BTreeMap<String, String>,
     },
     /// Source offsets committed by a task, fenced by generation.
     CommitSourceOffsets {
+        /// The connector.
         name: String,
+        /// The task.
         task: u32,
+        /// The generation of the run that sends it (a stale one is fenced).
         generation: u64,
+        /// The offset of each source partition.
         offsets: Vec<SourceOffset>,
     },
     /// The topic-partitions of each task of a sink connector. Tasks whose partitions change get
     /// a new generation (their old run is fenced).
     SetSinkPartitions {
+        /// The connector.
         name: String,
+        /// Each task's topic-partitions.
         partitions: BTreeMap<u32, Vec<TopicPartitionRef>>,
     },
     /// KIP-875: only while the connector is STOPPED. With `supersede` (format 5), the change
     /// is marked ([`Offsets::altered_at`]) so that it wins over offsets a sink keeps elsewhere.
     AlterOffsets {
+        /// The connector.
         name: String,
+        /// Sink partitions' next offsets (`None` removes one).
         sink: Vec<SinkOffset>,
+        /// Source partitions' offsets (`None` removes one).
         source: Vec<SourceOffset>,
+        /// Mark the change as winning over a sink's own offsets (format 5).
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         supersede: bool,
     },
     /// KIP-875: only while the connector is STOPPED; `supersede` as for `AlterOffsets`.
     ResetOffsets {
+        /// The connector.
         name: String,
+        /// Mark the change as winning over a sink's own offsets (format 5).
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         supersede: bool,
     },
@@ -284,6 +354,7 @@ impl Command {
         }
     }
 
+    /// A short name of the command, for logs.
     pub fn kind(&self) -> &'static str {
         match self {
             Command::SetFeatureLevel { .. } => "set-feature-level",
@@ -343,23 +414,30 @@ impl Command {
 /// What an accepted command did.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
 pub enum Outcome {
+    /// Applied.
     Done,
     /// A connector config was stored.
     Connector {
+        /// Its version.
         version: u64,
+        /// Whether the connector was created.
         created: bool,
     },
     /// What a restart restarted.
     Restarted {
+        /// The connector instance.
         connector: bool,
+        /// These tasks.
         tasks: Vec<u32>,
     },
     /// A new assignment and its generation.
     Assigned {
+        /// The generation of the assigned run.
         generation: u64,
     },
     /// A compare-and-set commit found another start offset recorded; nothing changed.
     Conflict {
+        /// The next offset recorded.
         recorded: Option<i64>,
     },
 }
@@ -369,51 +447,101 @@ pub enum Outcome {
 /// observed.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum Rejection {
+    /// No such connector.
     #[error("connector {name} not found")]
-    NotFound { name: String },
+    NotFound {
+        /// The connector.
+        name: String,
+    },
+    /// A command this build cannot apply.
     #[error("a command of format {format}, which this build does not understand")]
-    Unsupported { format: u32 },
+    Unsupported {
+        /// The format it needs.
+        format: u32,
+    },
+    /// A restore into a cluster that has connectors.
     #[error(
         "the cluster has {connectors} connectors: a backup is restored only into a cluster \
          without any (a new cluster, or delete them first)"
     )]
-    NotEmpty { connectors: usize },
+    NotEmpty {
+        /// How many it has.
+        connectors: usize,
+    },
+    /// A create of a connector that exists.
     #[error("connector {name} already exists")]
-    AlreadyExists { name: String },
+    AlreadyExists {
+        /// The connector.
+        name: String,
+    },
+    /// A compare-and-set update of another version.
     #[error("connector {name} is at version {actual}, not the expected {expected}")]
     VersionMismatch {
+        /// The connector.
         name: String,
+        /// The version the update expected.
         expected: u64,
+        /// The version stored.
         actual: u64,
     },
+    /// A task the connector does not have.
     #[error("connector {name} has no task {task}")]
-    UnknownTask { name: String, task: u32 },
+    UnknownTask {
+        /// The connector.
+        name: String,
+        /// The task.
+        task: u32,
+    },
+    /// A command from a run that is not the unit's current one (fenced).
     #[error("stale generation {got} for {name} task {task:?}: the current generation is {current} (the task moved or restarted)")]
     StaleGeneration {
+        /// The connector.
         name: String,
+        /// The task; `None`: the connector instance.
         task: Option<u32>,
+        /// The current generation.
         current: u64,
+        /// The generation the command came with.
         got: u64,
     },
+    /// A commit of a partition the task does not own.
     #[error("{name} task {task} does not own {topic}-{partition}: its offsets are not its to commit (the partition moved to another task)")]
     NotOwned {
+        /// The connector.
         name: String,
+        /// The task.
         task: u32,
+        /// The partition's topic.
         topic: String,
+        /// The partition.
         partition: i32,
     },
+    /// An offsets change while the connector is not STOPPED.
     #[error(
         "connector {name} is {state}: offsets can only be altered or reset while it is STOPPED"
     )]
-    NotStopped { name: String, state: String },
+    NotStopped {
+        /// The connector.
+        name: String,
+        /// Its target state.
+        state: String,
+    },
+    /// Task configs of a connector config that is no longer current.
     #[error("task configs for {name} were generated from version {got}, but the config is at version {current}")]
     StaleTaskConfigs {
+        /// The connector.
         name: String,
+        /// The current config version.
         current: u64,
+        /// The version they were generated from.
         got: u64,
     },
+    /// Another cluster id is set.
     #[error("the cluster id is already {current}")]
-    ClusterIdSet { current: String },
+    ClusterIdSet {
+        /// The id set.
+        current: String,
+    },
 }
 
 /// The answer to a request, the same on every node and for every retry of the same request id.

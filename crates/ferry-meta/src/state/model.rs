@@ -40,13 +40,17 @@ impl fmt::Display for FerryNode {
 /// What the user asked a connector to do.
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum TargetState {
+    /// Running.
     #[default]
     Running,
+    /// Paused: its tasks stay assigned but process nothing.
     Paused,
+    /// Stopped: its tasks are stopped (KIP-875's state for offset changes).
     Stopped,
 }
 
 impl TargetState {
+    /// Kafka Connect's name of the state.
     pub fn as_str(self) -> &'static str {
         match self {
             TargetState::Running => "RUNNING",
@@ -59,16 +63,23 @@ impl TargetState {
 /// The runtime state of a connector or task, as Kafka Connect names them.
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum RunState {
+    /// Not running on a worker yet.
     #[default]
     Unassigned,
+    /// Running.
     Running,
+    /// Paused.
     Paused,
+    /// Stopped.
     Stopped,
+    /// Failed, with its trace.
     Failed,
+    /// Restarting.
     Restarting,
 }
 
 impl RunState {
+    /// Kafka Connect's name of the state.
     pub fn as_str(self) -> &'static str {
         match self {
             RunState::Unassigned => "UNASSIGNED",
@@ -84,7 +95,9 @@ impl RunState {
 /// A connector: its config as the user gave it, what it should do, and its config version.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, Default)]
 pub struct Connector {
+    /// The config as the user gave it.
     pub config: ConfigMap,
+    /// What it should do: run, pause or stop.
     pub target: TargetState,
     /// Starts at 1 on create, +1 on every config change.
     pub version: u64,
@@ -122,6 +135,7 @@ impl Connector {
 /// Who runs a connector instance or task, and under which generation.
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Assignment {
+    /// The worker; `None`: unassigned.
     pub worker: Option<NodeId>,
     /// Unique across the cluster's life: bumped on every change of owner or config and on
     /// restart. Commands from a task carry it; a stale one is rejected (fencing).
@@ -139,30 +153,38 @@ pub struct Assignment {
 /// The assignments of one connector.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, Default)]
 pub struct ConnectorAssignment {
+    /// Who runs the connector instance.
     pub connector: Option<Assignment>,
+    /// Who runs each task.
     pub tasks: BTreeMap<u32, Assignment>,
 }
 
 /// A status as reported by the runtime (or set by the control plane on restart).
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, Default)]
 pub struct Status {
+    /// The state it reported.
     pub state: RunState,
+    /// The worker it reported from.
     pub worker: Option<NodeId>,
     /// Error trace of a FAILED status, capped at [`MAX_TRACE`] bytes.
     pub trace: Option<String>,
+    /// The generation of the run that reported it.
     pub generation: u64,
 }
 
 /// Status of a connector and its tasks.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, Default)]
 pub struct ConnectorStatus {
+    /// The connector instance's status.
     pub connector: Status,
+    /// Each task's status.
     pub tasks: BTreeMap<u32, Status>,
 }
 
 /// Commits of a task that were refused for a stale generation.
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub struct FencedCommits {
+    /// How many were refused.
     pub count: u64,
     /// The stale generation of the last refused commit.
     pub last_generation: u64,
@@ -174,14 +196,18 @@ pub const MAX_TRACE: usize = 8 * 1024;
 /// A topic-partition as the state stores it.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct TopicPartitionRef {
+    /// The topic.
     pub topic: String,
+    /// The partition.
     pub partition: i32,
 }
 
 /// One sink offset: the next offset to consume from a topic-partition.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
 pub struct SinkOffset {
+    /// The topic.
     pub topic: String,
+    /// The partition.
     pub partition: i32,
     /// `None` in an alter request removes the partition's offset.
     pub offset: Option<i64>,
@@ -191,6 +217,7 @@ pub struct SinkOffset {
 /// (as Kafka Connect stores them).
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
 pub struct SourceOffset {
+    /// The source partition (JSON).
     pub partition: String,
     /// `None` removes the partition's offset.
     pub offset: Option<String>,
@@ -217,6 +244,7 @@ pub struct Offsets {
 }
 
 impl Offsets {
+    /// Whether it holds nothing.
     pub fn is_empty(&self) -> bool {
         self.sink.is_empty()
             && self.source.is_empty()
@@ -263,15 +291,21 @@ impl Offsets {
 /// Everything Ferry replicates.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, Default)]
 pub struct ClusterState {
+    /// The cluster's id, set once at bootstrap.
     pub cluster_id: Option<String>,
     /// The highest format every member understands, raised by the leader (see
     /// `crate::format`); snapshots carry it, so a node can tell one it cannot read.
     #[serde(default = "crate::format::base")]
     pub feature_level: u32,
+    /// The workers: every node's addresses.
     pub workers: BTreeMap<NodeId, FerryNode>,
+    /// The connectors.
     pub connectors: BTreeMap<String, Connector>,
+    /// Who runs what.
     pub assignments: BTreeMap<String, ConnectorAssignment>,
+    /// What each connector and task reported.
     pub status: BTreeMap<String, ConnectorStatus>,
+    /// Each connector's offsets.
     pub offsets: BTreeMap<String, Offsets>,
     /// For sink connectors: task → the topic-partitions it owns (resolved by the scheduler
     /// from Kafka metadata).
@@ -284,6 +318,7 @@ pub struct ClusterState {
     pub generation: u64,
     /// Answers to recent identified requests, oldest first in `request_order`.
     pub requests: BTreeMap<String, Response>,
+    /// The recent request ids, oldest first.
     pub request_order: VecDeque<String>,
 }
 

@@ -35,7 +35,9 @@ const INCARNATION: &str = "incarnation";
 
 /// A node's storage, opened.
 pub struct Opened {
+    /// The Raft log.
     pub log: LogStore,
+    /// The state machine.
     pub sm: StateMachineStore,
     /// The id of this copy of the node's data, created with the database: a node whose data
     /// directory was wiped comes back under a new one (see `crate::heal`).

@@ -22,8 +22,11 @@ const CURRENT: &str = "current";
 /// can never disagree.
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
 pub struct AppliedState {
+    /// The last log entry applied.
     pub last_applied: Option<LogId>,
+    /// The membership as of it.
     pub membership: StoredMembership,
+    /// The state as of it.
     pub state: ClusterState,
 }
 
@@ -53,6 +56,7 @@ impl StateReader {
     }
 }
 
+/// The state machine: the applied state, kept in sled with its last applied log id.
 pub struct StateMachineStore {
     db: sled::Db,
     snapshots: sled::Tree,
@@ -103,6 +107,7 @@ impl StateMachineStore {
         })
     }
 
+    /// A reader of the applied state.
     pub fn reader(&self) -> StateReader {
         StateReader {
             inner: self.inner.clone(),
