@@ -359,7 +359,7 @@ pub async fn run(node: MetaNode, settings: Settings, mut shutdown: watch::Receiv
         let (members, applied) = node.members_seen_by_leader();
         let voters: BTreeSet<NodeId> = members.iter().filter(|m| m.voter).map(|m| m.id).collect();
         let mut silent = match settings.replace_dead_voter_after {
-            Some(after) => silent_voters(&voters, &node.heartbeats(), since, Instant::now(), after),
+            Some(after) => silent_voters(&voters, &node.last_heard(), since, Instant::now(), after),
             None => BTreeSet::new(),
         };
         silent.remove(&node.id());

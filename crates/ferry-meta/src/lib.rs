@@ -20,7 +20,7 @@ pub mod tasks;
 pub mod types;
 
 pub use error::{MetaError, Result};
-pub use node::{MetaNode, Options as NodeOptions};
+pub use node::{Heartbeats, MetaNode, Options as NodeOptions};
 pub use redact::ConfigMap;
 pub use state::{ClusterState, Command, FerryNode, Outcome, Rejection, Request, Response};
 pub use types::{NodeId, Raft, TypeConfig};

@@ -20,6 +20,7 @@ use crate::peer_client::{CallError, Network, PeerClient};
 use crate::state::{FerryNode, Outcome, Request, Response};
 use crate::store::{self, StateReader};
 use crate::types::{LogId, NodeId, Raft};
+pub use heartbeats::Heartbeats;
 
 /// How long one forwarded call may take before it is retried.
 const PEER_CALL_TIMEOUT: Duration = Duration::from_secs(5);
@@ -38,10 +39,9 @@ struct Inner {
     committed: Arc<Mutex<Option<LogId>>>,
     /// Test only: addresses that replace the membership's for some peers.
     overrides: Arc<BTreeMap<NodeId, String>>,
-    /// On the leader: when each worker's last acknowledged heartbeat arrived.
-    heartbeats: Mutex<HashMap<NodeId, Instant>>,
-    /// On the leader: the workers whose latest heartbeat said they are stopping.
-    leaving: Mutex<BTreeSet<NodeId>>,
+    /// Where the leader's acknowledged heartbeats go: the worker liveness table, kept outside
+    /// this crate by the scheduler that judges it.
+    heartbeats: Arc<dyn Heartbeats>,
     /// The leader acknowledges heartbeats only if a quorum answered it within this window.
     quorum_window: Duration,
     /// While this node leads: when a quorum last acknowledged it, as of this process's clock
@@ -96,6 +96,8 @@ pub struct Options {
     pub overrides: BTreeMap<NodeId, String>,
     /// Test only: while this file exists, appends to the Raft log fail.
     pub storage_fault_file: Option<std::path::PathBuf>,
+    /// The table the heartbeats this node acknowledges while it leads are written to.
+    pub heartbeats: Arc<dyn Heartbeats>,
 }
 
 /// What a write returned: the state machine's answer and where it sits in the log.
@@ -116,6 +118,7 @@ impl MetaNode {
             max_entry_bytes,
             overrides,
             storage_fault_file,
+            heartbeats,
         } = options;
         // A node campaigns only once it knows it is whole (see `crate::heal`).
         let config = Arc::new(
@@ -158,8 +161,7 @@ impl MetaNode {
                 state,
                 peers: Mutex::new(HashMap::new()),
                 committed,
-                heartbeats: Mutex::new(HashMap::new()),
-                leaving: Mutex::new(BTreeSet::new()),
+                heartbeats,
                 overrides,
                 quorum_window,
                 quorum_acked: Arc::new(Mutex::new(None)),

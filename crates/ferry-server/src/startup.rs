@@ -53,6 +53,7 @@ pub async fn run(config: ClusterConfig, mut shutdown: watch::Receiver<bool>) -> 
             "test only: understanding formats of the replicated state up to {version}"
         );
     }
+    let workers = Arc::new(scheduler::liveness::WorkerTable::default());
     let node = MetaNode::start(
         config.node_id,
         &config.data_dir.join("raft"),
@@ -63,6 +64,7 @@ pub async fn run(config: ClusterConfig, mut shutdown: watch::Receiver<bool>) -> 
             max_entry_bytes: config.limits.max_entry_bytes,
             overrides: config.peer_overrides(),
             storage_fault_file: config.raft.test_storage_fault_file.clone(),
+            heartbeats: workers.clone(),
         },
     )
     .await
@@ -130,6 +132,7 @@ pub async fn run(config: ClusterConfig, mut shutdown: watch::Receiver<bool>) -> 
     let (after_units_tx, after_units) = watch::channel(false);
     let scheduler = tokio::spawn(scheduler::run(
         node.clone(),
+        workers,
         plugins.clone(),
         kafka.clone(),
         timing,

@@ -1,7 +1,20 @@
-//! Workers' heartbeats: what the leader keeps of them (when each last arrived, what each
-//! said about its start and format, who is leaving), and a worker's side of them.
+//! Workers' heartbeats: what the leader keeps of them (what each said about its start and
+//! format), where it hands the ones it acknowledges ([`Heartbeats`]), and a worker's side of
+//! them.
 
 use super::*;
+
+/// The worker liveness table a leader's acknowledged heartbeats are written to. It is kept by
+/// whoever judges liveness (the scheduler), not by the Raft crate: heartbeats are never written
+/// to the log, and what "alive" means is not Raft's business. The healer reads it too, to find
+/// voters gone silent.
+pub trait Heartbeats: Send + Sync + std::fmt::Debug {
+    /// The leader acknowledged `worker`'s heartbeat now; `leaving` is what the heartbeat said
+    /// about the worker stopping.
+    fn acknowledged(&self, worker: NodeId, leaving: bool);
+    /// When each worker's last acknowledged heartbeat arrived.
+    fn last_heard(&self) -> HashMap<NodeId, Instant>;
+}
 
 impl MetaNode {
     /// On the leader: every member with what the leader knows of it, and the applied index.
@@ -119,18 +132,7 @@ impl MetaNode {
         let recent = lock(&self.inner.quorum_acked)
             .is_some_and(|acked| acked.elapsed() <= self.inner.quorum_window);
         if recent {
-            let mut beats = self
-                .inner
-                .heartbeats
-                .lock()
-                .unwrap_or_else(|p| p.into_inner());
-            beats.insert(worker, Instant::now());
-            let mut leaving = lock(&self.inner.leaving);
-            if beat.leaving {
-                leaving.insert(worker);
-            } else {
-                leaving.remove(&worker);
-            }
+            self.inner.heartbeats.acknowledged(worker, beat.leaving);
         }
         Ok(HeartbeatReply {
             acked: recent && !removed,
@@ -139,18 +141,9 @@ impl MetaNode {
         })
     }
 
-    /// On the leader: when each worker was last heard from.
-    pub fn heartbeats(&self) -> HashMap<NodeId, Instant> {
-        self.inner
-            .heartbeats
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone()
-    }
-
-    /// On the leader: the workers that said they are stopping.
-    pub fn leaving(&self) -> BTreeSet<NodeId> {
-        lock(&self.inner.leaving).clone()
+    /// On the leader: when each worker was last heard from (from the [`Heartbeats`] table).
+    pub fn last_heard(&self) -> HashMap<NodeId, Instant> {
+        self.inner.heartbeats.last_heard()
     }
 
     /// Send this worker's heartbeat to the leader (or record it, on the leader).

@@ -4,6 +4,7 @@
 
 pub mod death;
 pub mod handover;
+pub mod liveness;
 pub mod reducer;
 
 use std::collections::BTreeSet;
@@ -13,12 +14,12 @@ use std::time::{Duration, Instant};
 use ferry_connect::topics::Topics;
 use ferry_connect::{PluginDesc, PluginKind};
 use ferry_meta::state::{Command, TopicPartitionRef};
-use ferry_meta::{ClusterState, MetaNode, NodeId, Request};
+use ferry_meta::{ClusterState, Heartbeats, MetaNode, NodeId, Request};
 use ferry_worker::{KafkaSettings, Metadata};
 use tokio::sync::watch;
 use tracing::{debug, info, warn};
 
-use reducer::Liveness;
+use liveness::{draining, liveness, WorkerTable};
 
 /// How often the leader reconsiders the placement (also on every applied change).
 const TICK: Duration = Duration::from_millis(250);
@@ -35,70 +36,6 @@ pub struct Timing {
     /// How long a revoked unit's owner has to stop it, commit and release it before it is
     /// moved anyway (Kafka Connect's `task.shutdown.graceful.timeout.ms`).
     pub graceful_shutdown: Duration,
-}
-
-/// Which workers are alive, from the leader's heartbeat table. A leader that took over less
-/// than one timeout ago has not heard from everyone yet: a worker it has not heard from keeps
-/// its units (it is not declared dead before a full timeout) but gets no new ones until it
-/// heartbeats — it may be the stopped leader this one replaces. A worker proven `dead` is
-/// neither live nor in grace: its units move now.
-pub fn liveness(
-    workers: &BTreeSet<NodeId>,
-    heartbeats: &std::collections::HashMap<NodeId, Instant>,
-    dead: &BTreeSet<NodeId>,
-    leader_since: Instant,
-    now: Instant,
-    timing: Timing,
-) -> Liveness {
-    let mut liveness = Liveness::default();
-    let settling = now.saturating_duration_since(leader_since) < timing.worker_timeout;
-    for worker in workers.difference(dead) {
-        let silent = heartbeats
-            .get(worker)
-            .map(|last| now.saturating_duration_since(*last));
-        match silent {
-            Some(silent) if silent < timing.worker_timeout => {
-                liveness.live.insert(*worker);
-            }
-            _ if settling => {
-                liveness.grace.insert(*worker);
-            }
-            Some(silent) if silent < timing.worker_timeout + timing.rebalance_delay => {
-                liveness.grace.insert(*worker);
-            }
-            None if now.saturating_duration_since(leader_since)
-                < timing.worker_timeout + timing.rebalance_delay =>
-            {
-                liveness.grace.insert(*worker);
-            }
-            _ => {}
-        }
-    }
-    liveness
-}
-
-/// The workers removed from the cluster's worker set (`remove-node`) that still own units and
-/// still heartbeat: their units are revoked and move once committed, not taken from them.
-fn draining(
-    state: &ClusterState,
-    workers: &BTreeSet<NodeId>,
-    heartbeats: &std::collections::HashMap<NodeId, Instant>,
-    dead: &BTreeSet<NodeId>,
-    now: Instant,
-    timing: Timing,
-) -> BTreeSet<NodeId> {
-    state
-        .assignments
-        .values()
-        .flat_map(|a| a.connector.iter().chain(a.tasks.values()))
-        .filter_map(|a| a.worker)
-        .filter(|w| !workers.contains(w) && !dead.contains(w))
-        .filter(|w| {
-            heartbeats
-                .get(w)
-                .is_some_and(|last| now.saturating_duration_since(*last) < timing.worker_timeout)
-        })
-        .collect()
 }
 
 /// The sink partition spreads that differ from the state.
@@ -139,6 +76,7 @@ fn sink_partition_commands(
 #[tracing::instrument(name = "scheduler", skip_all, fields(node = node.id()))]
 pub async fn run(
     node: MetaNode,
+    table: Arc<WorkerTable>,
     plugins: Arc<Vec<PluginDesc>>,
     kafka: Option<KafkaSettings>,
     timing: Timing,
@@ -203,11 +141,11 @@ pub async fn run(
             let state = &guard.state;
             let workers: BTreeSet<NodeId> = state.workers.keys().copied().collect();
             let now = Instant::now();
-            let heartbeats = node.heartbeats();
+            let heartbeats = table.last_heard();
             let dead = prober.dead(&node, &workers, &heartbeats, since, now);
             let mut live = liveness(&workers, &heartbeats, &dead, since, now, timing);
             // A stopping worker keeps its units until it releases them, and gets no new ones.
-            for worker in node.leaving() {
+            for worker in table.leaving() {
                 if live.live.remove(&worker) {
                     live.grace.insert(worker);
                 }
@@ -253,90 +191,5 @@ async fn write_all(node: &MetaNode, commands: Vec<Command>) {
                 break;
             }
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use std::collections::HashMap;
-
-    const TIMING: Timing = Timing {
-        heartbeat_interval: Duration::from_millis(500),
-        worker_timeout: Duration::from_secs(5),
-        rebalance_delay: Duration::from_secs(2),
-        graceful_shutdown: Duration::from_secs(5),
-    };
-
-    #[test]
-    fn liveness_from_heartbeats() {
-        let t0 = Instant::now();
-        let now = t0 + Duration::from_secs(60);
-        let workers = BTreeSet::from([1, 2, 3, 4]);
-        let beats = HashMap::from([
-            (1, now - Duration::from_secs(1)),
-            (2, now - Duration::from_secs(6)),
-            (3, now - Duration::from_secs(30)),
-        ]);
-        let l = liveness(&workers, &beats, &BTreeSet::new(), t0, now, TIMING);
-        assert_eq!(l.live, BTreeSet::from([1]));
-        assert_eq!(
-            l.grace,
-            BTreeSet::from([2]),
-            "silent past the timeout, within the delay"
-        );
-    }
-
-    #[test]
-    fn a_worker_proven_dead_is_neither_live_nor_in_grace() {
-        let t0 = Instant::now();
-        let workers = BTreeSet::from([1, 2]);
-        let beats = HashMap::from([(1, t0), (2, t0)]);
-        let dead = BTreeSet::from([2]);
-        let settling = liveness(
-            &workers,
-            &beats,
-            &dead,
-            t0,
-            t0 + Duration::from_secs(1),
-            TIMING,
-        );
-        assert_eq!(settling.live, BTreeSet::from([1]));
-        assert!(settling.grace.is_empty(), "its units move now");
-    }
-
-    #[test]
-    fn a_new_leader_keeps_everyone_s_units_for_one_timeout_and_gives_work_to_those_it_heard() {
-        let t0 = Instant::now();
-        let workers = BTreeSet::from([1, 2]);
-        let l = liveness(
-            &workers,
-            &HashMap::from([(1, t0)]),
-            &BTreeSet::new(),
-            t0,
-            t0 + Duration::from_secs(1),
-            TIMING,
-        );
-        assert_eq!(l.live, BTreeSet::from([1]));
-        assert_eq!(l.grace, BTreeSet::from([2]), "not heard from yet");
-        let later = liveness(
-            &workers,
-            &HashMap::new(),
-            &BTreeSet::new(),
-            t0,
-            t0 + Duration::from_secs(6),
-            TIMING,
-        );
-        assert!(later.live.is_empty());
-        assert_eq!(later.grace, workers);
-        let much_later = liveness(
-            &workers,
-            &HashMap::new(),
-            &BTreeSet::new(),
-            t0,
-            t0 + Duration::from_secs(8),
-            TIMING,
-        );
-        assert!(much_later.live.is_empty() && much_later.grace.is_empty());
     }
 }
