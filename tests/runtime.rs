@@ -555,6 +555,13 @@ fn zombie_scenario(disable_lease: bool) -> (Kafka, Cluster, u64, u64, Vec<u64>, 
         .filter(|(_, (_, w))| *w == zombie_api)
         .map(|(i, _)| i as u64)
         .collect();
+    assert!(
+        !moved.is_empty()
+            && moved.iter().all(|t| !zombie_series(&cluster, zombie, *t)
+                .unwrap_or_default()
+                .is_empty()),
+        "the zombie reports the tasks it runs"
+    );
     cluster.signal(zombie, ferry_tests::Signal::SIGSTOP);
     wait_for("the zombie's tasks running elsewhere", FLOW, || {
         let t = task_workers(&cluster, leader, "sink");
@@ -569,6 +576,15 @@ fn zombie_scenario(disable_lease: bool) -> (Kafka, Cluster, u64, u64, Vec<u64>, 
     let expected: BTreeSet<String> = (0..written).map(|i| format!("line-{i:05}")).collect();
     (kafka, cluster, leader, zombie, moved, expected)
 }
+
+/// The series of sink task `task` on `node` (present while it runs there).
+fn zombie_series(cluster: &Cluster, node: u64, task: u64) -> Option<Vec<i64>> {
+    let task = task.to_string();
+    cluster.series(node, SINK_READ, &[("connector", "sink"), ("task", &task)])
+}
+
+/// A sink task's count of records read: its series exists while it runs on a node.
+const SINK_READ: &str = "kafka_connect_sink_task_sink_record_read_total";
 
 fn fenced_commits(cluster: &Cluster, node: u64, tasks: &[u64]) -> u64 {
     let status = cluster.json(node, &["connectors", "status", "sink"]);
@@ -594,9 +610,9 @@ fn fencing_alone_rejects_a_zombies_commits_by_generation() {
         "FENCING: node {zombie} thawed; {fenced} commits of tasks {moved:?} refused by generation"
     ));
     wait_for("the zombie to stop its stale tasks", FLOW, || {
-        cluster
-            .log_text(zombie)
-            .contains("fenced: stopped")
+        moved
+            .iter()
+            .all(|t| zombie_series(&cluster, zombie, *t) == Some(Vec::new()))
             .then_some(())
     });
     let lines = wait_lines(&cluster, &expected, "every line despite the zombie");
@@ -706,15 +722,16 @@ fn a_failing_task_shows_failed_with_its_trace_and_recovers_through_the_api() {
 
     // Deleting the connector stops its tasks: new lines are not written any more.
     let tasks = task_workers(&cluster, leader, "sink").len();
-    let stopped = || -> usize {
+    let running = || -> usize {
         (1..=3)
-            .map(|id| cluster.log_count(id, &["unit stopped", "connector=sink task=Some"]))
+            .filter_map(|id| cluster.series(id, SINK_READ, &[("connector", "sink")]))
+            .map(|series| series.len())
             .sum()
     };
-    let stopped_before = stopped();
+    assert_eq!(running(), tasks, "every sink task reports on its node");
     cluster.cli(leader, &["connectors", "delete", "sink"]);
     wait_for("every sink task stopped", FLOW, || {
-        (stopped() >= stopped_before + tasks).then_some(())
+        (running() == 0).then_some(())
     });
     let before = lines_in_work_dirs(&cluster, "sink.out").len();
     Writer::start(input.clone(), 500, 200, 200).finish();

@@ -667,6 +667,44 @@ impl Cluster {
         self.cli(id, &all).json()
     }
 
+    /// The values of a node's series named `name` whose labels include every one of `labels`
+    /// (from `ferry metrics`); `None` if the node does not answer.
+    pub fn series(&self, id: u64, name: &str, labels: &[(&str, &str)]) -> Option<Vec<i64>> {
+        let output = self.cli_on(&[id], &["metrics"]);
+        if !output.ok() {
+            return None;
+        }
+        let wanted: Vec<String> = labels.iter().map(|(k, v)| format!("{k}=\"{v}\"")).collect();
+        let values = output
+            .stdout
+            .lines()
+            .filter_map(|line| {
+                let (series, value) = line.rsplit_once(' ')?;
+                let (series_name, series_labels) = match series.split_once('{') {
+                    Some((n, l)) => (n, l.trim_end_matches('}')),
+                    None => (series, ""),
+                };
+                let labels: Vec<&str> = series_labels.split(',').collect();
+                (series_name == name && wanted.iter().all(|w| labels.contains(&w.as_str())))
+                    .then(|| value.parse().ok())
+                    .flatten()
+            })
+            .collect();
+        Some(values)
+    }
+
+    /// The sum of [`Cluster::series`] over the given nodes (those that answer).
+    pub fn metric(
+        &self,
+        ids: impl IntoIterator<Item = u64>,
+        name: &str,
+        labels: &[(&str, &str)],
+    ) -> i64 {
+        ids.into_iter()
+            .flat_map(|id| self.series(id, name, labels).unwrap_or_default())
+            .sum()
+    }
+
     /// Cluster status as one node sees it, if it answers.
     pub fn status(&self, id: u64) -> Option<Value> {
         let output = self.cli_on(&[id], &["-o", "json", "cluster", "status"]);

@@ -53,6 +53,9 @@ enum Top {
     /// The Raft cluster: members, leader, add and remove nodes.
     #[command(subcommand)]
     Cluster(Cluster),
+    /// The metrics of the node that answers (the first `--server` reachable): the worker's and
+    /// its tasks', with Kafka Connect's names, in Prometheus' text format.
+    Metrics,
 }
 
 #[derive(Subcommand, Debug)]
@@ -181,6 +184,12 @@ async fn run(cli: Cli) -> Result<(), CliError> {
                 .call(|mut c| async move { c.list_plugins(pb::Empty {}).await })
                 .await?;
             output::plugins(out, &reply);
+        }
+        Top::Metrics => {
+            let reply = servers
+                .call(|mut c| async move { c.node_metrics(pb::Empty {}).await })
+                .await?;
+            output::metrics(out, &reply);
         }
         Top::Cluster(Cluster::Status) => {
             let reply = servers

@@ -468,3 +468,11 @@ pub fn restore(format: Format, path: &std::path::Path, r: &pb::RestoreResponse) 
         })),
     }
 }
+
+/// A node's metrics: the text as the node gave it, or with the node's id as JSON.
+pub fn metrics(format: Format, m: &pb::NodeMetricsResponse) {
+    match format {
+        Format::Table => say!("{}", m.text.trim_end()),
+        Format::Json => print_json(&json!({"node_id": m.node_id, "metrics": m.text})),
+    }
+}

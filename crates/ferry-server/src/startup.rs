@@ -30,6 +30,7 @@ use crate::plugins::plugins;
 use crate::scheduler;
 use ferry_connect::task::WallClock;
 use ferry_worker::lease::Lease;
+use ferry_worker::metrics::WorkerMetrics;
 use ferry_worker::{LeaseSettings, Runtime, RuntimeSettings};
 use std::sync::Arc;
 
@@ -93,13 +94,17 @@ pub async fn run(config: ClusterConfig, mut shutdown: watch::Receiver<bool>) -> 
         .serve_with_incoming_shutdown(incoming(peer_listener), signalled(peer_stop));
     let plugins = Arc::new(plugins());
     let kafka = config.kafka.clone();
-    let api = Api::new(Core::new(
-        node.clone(),
-        plugins.as_ref().clone(),
-        config.target_voters,
-        config.limits.clone(),
-        kafka.clone(),
-    ));
+    let metrics = Arc::new(WorkerMetrics::default());
+    let api = Api::new(
+        Core::new(
+            node.clone(),
+            plugins.as_ref().clone(),
+            config.target_voters,
+            config.limits.clone(),
+            kafka.clone(),
+        ),
+        metrics.clone(),
+    );
     let api_server = tonic::transport::Server::builder()
         .add_service(
             // A request may be as large as the largest entry it can make (a config, a backup
@@ -173,6 +178,7 @@ pub async fn run(config: ClusterConfig, mut shutdown: watch::Receiver<bool>) -> 
                 clock: WallClock::ahead(config.worker.test_clock_ahead_ms),
             },
             lease_state,
+            metrics,
         )
         .run(lease_rx, shutdown.clone(), graceful),
     );

@@ -125,7 +125,15 @@ pub fn pipeline(connector: &Props, log: &Log, dlq_fails: bool) -> Pipeline {
             fails: dlq_fails,
         }) as Box<dyn DeadLetterQueue>
     });
-    let reporter = Reporter::new("c-0".into(), "c".into(), 0, "FakeTask".into(), errors, dlq);
+    let reporter = Reporter::new(
+        "c-0".into(),
+        "c".into(),
+        0,
+        "FakeTask".into(),
+        errors,
+        dlq,
+        crate::metrics::TaskMetrics::default(),
+    );
     Pipeline::new(connector, &Props::new(), reporter).expect("pipeline")
 }
 

@@ -12,6 +12,7 @@ mod dlq;
 mod fakes;
 pub mod kafka;
 pub mod lease;
+pub mod metrics;
 mod pipeline;
 mod report;
 mod retry;

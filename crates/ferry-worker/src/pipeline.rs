@@ -66,6 +66,11 @@ impl Pipeline {
         Pipeline::new(&ctx.connector_config, &ctx.settings.converters, reporter)
     }
 
+    /// The task's counts.
+    pub fn metrics(&self) -> &crate::metrics::TaskMetrics {
+        self.reporter.metrics()
+    }
+
     /// A consumed message as a record, transformed: `None` if a transform dropped it.
     pub fn sink_record(&self, msg: &impl Message) -> Result<Option<SinkRecord>, Failed> {
         let mut record = self.decode(msg)?;

@@ -14,6 +14,7 @@ use ferry_connect::{ConnectError, SinkRecord, Stage};
 use tracing::warn;
 
 use crate::dlq::{DeadLetterQueue, DeadLetters, Original};
+use crate::metrics::TaskMetrics;
 
 /// A record's place in Kafka: topic, partition, offset.
 pub type Position = (String, i32, i64);
@@ -27,6 +28,7 @@ pub struct Reporter {
     errors: ErrorSettings,
     dead_letters: Option<Box<dyn DeadLetterQueue>>,
     batch: Mutex<Held>,
+    metrics: TaskMetrics,
 }
 
 /// The records of the `put` in progress, by their position as the task sees them (a transform
@@ -67,6 +69,7 @@ impl Reporter {
         task_class: String,
         errors: ErrorSettings,
         dead_letters: Option<Box<dyn DeadLetterQueue>>,
+        metrics: TaskMetrics,
     ) -> Self {
         Reporter {
             unit,
@@ -76,6 +79,7 @@ impl Reporter {
             errors,
             dead_letters,
             batch: Mutex::new(Held::default()),
+            metrics,
         }
     }
 
@@ -103,7 +107,13 @@ impl Reporter {
             ctx.plugin.class.to_string(),
             errors,
             dead_letters,
+            ctx.metrics.clone(),
         ))
+    }
+
+    /// The task's counts.
+    pub fn metrics(&self) -> &TaskMetrics {
+        &self.metrics
     }
 
     /// The error settings it reports by.
@@ -139,6 +149,8 @@ impl Reporter {
         error: ConnectError,
     ) -> Result<(), ConnectError> {
         let record = describe(ctx);
+        self.metrics.record_failures.inc();
+        self.metrics.record_errors.inc();
         if self.errors.tolerance == Tolerance::None {
             return Err(ConnectError {
                 message: format!(
@@ -149,7 +161,9 @@ impl Reporter {
                 ..error
             });
         }
+        self.metrics.records_skipped.inc();
         if self.errors.log {
+            self.metrics.errors_logged.inc();
             let stage = ctx.stage.as_str();
             if self.errors.log_messages {
                 let lossy = |b: &Option<Vec<u8>>| {
@@ -162,7 +176,11 @@ impl Reporter {
             }
         }
         if let Some(dlq) = &self.dead_letters {
-            dlq.send(original, ctx, &error)?;
+            if let Err(e) = dlq.send(original, ctx, &error) {
+                self.metrics.dlq_failures.inc();
+                return Err(e);
+            }
+            self.metrics.dlq_requests.inc();
         }
         Ok(())
     }
@@ -255,6 +273,7 @@ mod tests {
             "JdbcSinkConnector".into(),
             errors,
             None,
+            TaskMetrics::default(),
         )
     }
 

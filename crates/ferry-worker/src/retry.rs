@@ -4,7 +4,7 @@
 //! A unit asked to stop stops waiting.
 //!
 //! ```ignore
-//! let mut retry = Retries::new(&errors, "put");
+//! let mut retry = Retries::new(&errors, "put", metrics.retries.clone());
 //! loop {
 //!     match task.put(records.clone()).await {
 //!         Ok(()) => break,
@@ -20,6 +20,7 @@ use ferry_connect::ConnectError;
 use tokio::sync::watch;
 use tracing::warn;
 
+use crate::metrics::Count;
 use crate::unit::{stopped, Failure};
 
 pub struct Retries<'a> {
@@ -27,16 +28,20 @@ pub struct Retries<'a> {
     what: &'static str,
     started: Instant,
     attempt: u32,
+    /// The task's count of retries (Kafka Connect's `total-retries`).
+    counted: Count,
 }
 
 impl<'a> Retries<'a> {
-    /// Retries of one operation; `what` names it in logs and in the final error.
-    pub fn new(errors: &'a ErrorSettings, what: &'static str) -> Self {
+    /// Retries of one operation; `what` names it in logs and in the final error; each retry
+    /// is counted in `counted`.
+    pub fn new(errors: &'a ErrorSettings, what: &'static str, counted: Count) -> Self {
         Retries {
             errors,
             what,
             started: Instant::now(),
             attempt: 0,
+            counted,
         }
     }
 
@@ -65,6 +70,7 @@ impl<'a> Retries<'a> {
             }
             .into());
         };
+        self.counted.inc();
         warn!(unit, what, attempt, delay_ms = delay.as_millis() as u64, error = %e, "retriable failure: retrying");
         tokio::select! {
             _ = tokio::time::sleep(delay) => Ok(()),

@@ -14,6 +14,7 @@ use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
 use tracing::{debug, info, warn};
 
+use crate::metrics::{TaskMetrics, WorkerMetrics};
 use crate::unit::{RuntimeSettings, UnitCtx};
 
 type Key = (String, Option<u32>);
@@ -128,6 +129,7 @@ pub struct Runtime {
     plugins: Arc<Vec<PluginDesc>>,
     settings: Arc<RuntimeSettings>,
     lease: Arc<crate::lease::Lease>,
+    metrics: Arc<WorkerMetrics>,
     running: BTreeMap<Key, Running>,
     /// Units told to stop and still finishing (a final commit, closing files): the next run of
     /// the same unit waits for them, so two runs never write at once; a revoked one is
@@ -146,12 +148,14 @@ impl Runtime {
         plugins: Arc<Vec<PluginDesc>>,
         settings: RuntimeSettings,
         lease: Arc<crate::lease::Lease>,
+        metrics: Arc<WorkerMetrics>,
     ) -> Self {
         Runtime {
             node,
             plugins,
             settings: Arc::new(settings),
             lease,
+            metrics,
             running: BTreeMap::new(),
             stopping: BTreeMap::new(),
             releasing: BTreeMap::new(),
@@ -273,9 +277,19 @@ impl Runtime {
                 let finished = self.finished.0.clone();
                 let handle = running.handle;
                 let (name, task) = key.clone();
+                let metrics = self.metrics.clone();
                 let handle = tokio::spawn(async move {
                     let _ = handle.await;
                     info!(connector = %name, task = ?task, generation, "unit stopped");
+                    match task {
+                        Some(task) => {
+                            metrics.task_count.dec();
+                            metrics.forget(&name, task);
+                        }
+                        None => {
+                            metrics.connector_count.dec();
+                        }
+                    }
                     let _ = finished.send(());
                 });
                 self.stopping.insert(
@@ -361,6 +375,16 @@ impl Runtime {
             settings: self.settings.clone(),
             lease: self.lease.clone(),
             epoch: epoch_rx,
+            metrics: match task {
+                Some(task) => {
+                    self.metrics.task_count.inc();
+                    self.metrics.task(name, *task)
+                }
+                None => {
+                    self.metrics.connector_count.inc();
+                    TaskMetrics::default()
+                }
+            },
         };
         info!(unit = %ctx.label(), generation = spec.generation, "starting unit");
         let (control, control_rx) = watch::channel(target);

@@ -218,6 +218,7 @@ impl<C: SinkConsumer, P: Control> SinkLoop<C, P> {
     /// dropped it.
     fn take(&self, msg: &impl Message, batch: &mut Batch) -> Result<(), Failure> {
         let consumed = (msg.topic().to_string(), msg.partition(), msg.offset());
+        self.pipeline.metrics().sink_record_read.inc();
         batch.consumed.push((
             TopicPartition::new(msg.topic(), msg.partition()),
             msg.offset(),
@@ -249,6 +250,10 @@ impl<C: SinkConsumer, P: Control> SinkLoop<C, P> {
             // The lease may have lapsed while the batch was taken.
             self.control.resumed().await?;
             self.pipeline.reporter.begin(batch.held);
+            self.pipeline
+                .metrics()
+                .sink_record_send
+                .inc_by(batch.records.len() as i64);
             let put = self.put_records(batch.records, &mut rewound).await;
             // A record reported under errors.tolerance=none fails the task even if the task
             // carried on.
@@ -274,7 +279,7 @@ impl<C: SinkConsumer, P: Control> SinkLoop<C, P> {
         rewound: &mut HashSet<TopicPartition>,
     ) -> Result<(), Failure> {
         let errors = self.pipeline.errors.clone();
-        let mut retry = Retries::new(&errors, "put");
+        let mut retry = Retries::new(&errors, "put", self.pipeline.metrics().retries.clone());
         loop {
             let put = self.task.put(&records).await;
             let now = self.rewind()?;
@@ -295,7 +300,7 @@ impl<C: SinkConsumer, P: Control> SinkLoop<C, P> {
     /// The task's time-based work, retried as `put` is.
     async fn tick(&mut self) -> Result<(), Failure> {
         let errors = self.pipeline.errors.clone();
-        let mut retry = Retries::new(&errors, "tick");
+        let mut retry = Retries::new(&errors, "tick", self.pipeline.metrics().retries.clone());
         loop {
             let tick = self.task.tick().await;
             self.rewind()?;
@@ -331,7 +336,7 @@ impl<C: SinkConsumer, P: Control> SinkLoop<C, P> {
         // The records skipped since the last commit are in the DLQ before their offsets move.
         self.pipeline.reporter.flush().await?;
         let errors = self.pipeline.errors.clone();
-        let mut retry = Retries::new(&errors, "flush");
+        let mut retry = Retries::new(&errors, "flush", self.pipeline.metrics().retries.clone());
         let allowed = loop {
             match self.task.pre_commit(&self.next).await {
                 Ok(allowed) => break allowed,

@@ -202,7 +202,7 @@ impl<Pr: SourceProducer, P: Control> SourceLoop<Pr, P> {
 
     async fn send_batch(&mut self) -> Result<usize, Failure> {
         let errors = self.pipeline.errors.clone();
-        let mut retry = Retries::new(&errors, "poll");
+        let mut retry = Retries::new(&errors, "poll", self.pipeline.metrics().retries.clone());
         let records = loop {
             match self.task.poll().await {
                 Ok(records) => break records,
@@ -210,6 +210,10 @@ impl<Pr: SourceProducer, P: Control> SourceLoop<Pr, P> {
             }
         };
         let count = records.len();
+        self.pipeline
+            .metrics()
+            .source_record_poll
+            .inc_by(count as i64);
         for mut record in records {
             let position = (
                 source_map_json(&record.source_partition),
@@ -283,7 +287,10 @@ impl<Pr: SourceProducer, P: Control> SourceLoop<Pr, P> {
     async fn await_deliveries(&mut self) -> Result<(), Failure> {
         for (delivery, position) in std::mem::take(&mut self.in_flight) {
             let (error, original, at) = match delivery.await {
-                Ok(()) => continue,
+                Ok(()) => {
+                    self.pipeline.metrics().source_record_write.inc();
+                    continue;
+                }
                 Err(Undelivered::Refused(e, msg)) => {
                     let at = (msg.topic().to_string(), msg.partition(), -1);
                     let error = ConnectError::fatal(format!(

@@ -90,6 +90,8 @@ pub struct UnitCtx {
     /// a later one it was resumed in after the lease lapsed and was taken again with its
     /// assignment unchanged; `None` while frozen. Closed once the runtime let the unit go.
     pub epoch: tokio::sync::watch::Receiver<Option<u64>>,
+    /// A task's counts on this node (a connector instance's count into nothing).
+    pub metrics: crate::metrics::TaskMetrics,
 }
 
 impl UnitCtx {
@@ -466,7 +468,7 @@ where
     Fut: std::future::Future<Output = Result<T, Failure>>,
 {
     let errors = ferry_connect::error_handling::ErrorSettings::from_config(&ctx.connector_config)?;
-    let mut retry = crate::retry::Retries::new(&errors, "start");
+    let mut retry = crate::retry::Retries::new(&errors, "start", ctx.metrics.retries.clone());
     loop {
         match start().await {
             Err(Failure::Task(e)) if e.is_retriable() => retry.after(e, stop, &ctx.label()).await?,

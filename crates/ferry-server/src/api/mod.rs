@@ -7,11 +7,13 @@ pub mod convert;
 
 use std::collections::BTreeMap;
 use std::pin::Pin;
+use std::sync::Arc;
 
 use ferry_meta::state::TargetState;
 use ferry_meta::ClusterState;
 use ferry_proto::management as pb;
 use ferry_proto::management::management_server::Management;
+use ferry_worker::metrics::WorkerMetrics;
 use openraft::ServerState;
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
@@ -25,13 +27,15 @@ use crate::manage::{require_name, Core, Stored};
 #[derive(Clone)]
 pub struct Api {
     core: Core,
+    metrics: Arc<WorkerMetrics>,
 }
 
 type Reply<T> = Result<GrpcResponse<T>, Status>;
 
 impl Api {
-    pub fn new(core: Core) -> Self {
-        Api { core }
+    /// The gRPC door to `core`, answering for this node's `metrics` too.
+    pub fn new(core: Core, metrics: Arc<WorkerMetrics>) -> Self {
+        Api { core, metrics }
     }
 
     async fn status_of(&self, name: &str) -> ApiResult<pb::ConnectorStatusInfo> {
@@ -447,6 +451,13 @@ impl Management for Api {
         _req: GrpcRequest<pb::Empty>,
     ) -> Reply<pb::ClusterStatusResponse> {
         Ok(GrpcResponse::new(self.cluster_status()))
+    }
+
+    async fn node_metrics(&self, _req: GrpcRequest<pb::Empty>) -> Reply<pb::NodeMetricsResponse> {
+        Ok(GrpcResponse::new(pb::NodeMetricsResponse {
+            node_id: self.core.node().id(),
+            text: self.metrics.render(),
+        }))
     }
 
     async fn add_node(

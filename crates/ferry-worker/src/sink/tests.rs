@@ -167,6 +167,7 @@ const FLUSH: Duration = Duration::from_secs(10);
 /// A running loop over the fakes, and what the test holds to drive and watch it.
 struct Bed {
     log: Log,
+    metrics: crate::metrics::TaskMetrics,
     consumer: Arc<FakeConsumer>,
     puts: Arc<Mutex<Vec<Instant>>>,
     stop: watch::Sender<bool>,
@@ -203,6 +204,7 @@ fn start(values: &[&str], config: &[(&str, &str)], script: Script, dlq_fails: bo
     connector.insert("value.converter.schemas.enable".into(), "false".into());
     connector.extend(props(config));
     let pipeline = fakes::pipeline(&connector, &log, dlq_fails);
+    let metrics = pipeline.metrics().clone();
     let rewinds = Arc::new(Rewinds::default());
     let puts = Arc::new(Mutex::new(Vec::new()));
     let task = FakeTask {
@@ -230,6 +232,7 @@ fn start(values: &[&str], config: &[(&str, &str)], script: Script, dlq_fails: bo
     });
     Bed {
         log,
+        metrics,
         consumer,
         puts,
         stop,
@@ -319,6 +322,9 @@ async fn a_retriable_put_is_retried_with_a_doubling_backoff_then_succeeds() {
     assert_eq!(puts.len(), 4, "three failures, then the put that succeeds");
     let waits: Vec<u128> = puts.windows(2).map(|w| (w[1] - w[0]).as_millis()).collect();
     assert_eq!(waits, [300, 600, 1200]);
+    let m = &bed.metrics;
+    assert_eq!(m.retries.get(), 3, "each retry counted");
+    assert_eq!((m.sink_record_read.get(), m.sink_record_send.get()), (1, 1));
     run_for(FLUSH).await;
     assert_eq!(bed.log.count("commit"), 1, "committed once put");
     bed.stop.send_replace(true);
@@ -369,6 +375,17 @@ async fn records_sent_to_the_dlq_are_in_it_before_their_offsets_are_committed() 
         at("commit {\"t-0\": 2}").expect("committed"),
     );
     assert!(sent < flushed && flushed < committed, "{events:?}");
+    let m = &bed.metrics;
+    assert_eq!((m.sink_record_read.get(), m.sink_record_send.get()), (2, 1));
+    assert_eq!(
+        (
+            m.record_errors.get(),
+            m.records_skipped.get(),
+            m.dlq_requests.get()
+        ),
+        (1, 1, 1)
+    );
+    assert_eq!(m.errors_logged.get(), 0, "errors.log.enable is false");
     bed.stop.send_replace(true);
     assert!(bed.done.await.expect("the loop").is_ok());
 }
