@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::{brokers, free_port, say, wait_for};
+use crate::{brokers, free_port, rest, say, wait_for};
 
 /// How long a worker has to answer its REST API after its start.
 const BOOT: Duration = Duration::from_secs(120);
@@ -116,23 +116,8 @@ impl KafkaConnect {
     /// A REST call with `curl`: the status code and the JSON body (`Value::Null` when empty);
     /// `None` if nothing answered.
     pub fn request(&self, method: &str, path: &str, body: Option<&Value>) -> Option<(u16, Value)> {
-        let mut curl = Command::new("curl");
-        curl.args(["-s", "-m", "30", "-X", method, "-w", "\n%{http_code}"])
-            .arg(format!("{}{path}", self.url));
-        if let Some(body) = body {
-            curl.args(["-H", "Content-Type: application/json", "-d"])
-                .arg(body.to_string());
-        }
-        let out = curl.output().expect("run curl");
-        let text = String::from_utf8_lossy(&out.stdout);
-        let (body, code) = text.rsplit_once('\n')?;
-        let code: u16 = code.trim().parse().ok().filter(|c| *c != 0)?;
-        let body = if body.trim().is_empty() {
-            Value::Null
-        } else {
-            serde_json::from_str(body).unwrap_or_else(|_| Value::String(body.to_string()))
-        };
-        Some((code, body))
+        let body = body.map_or(rest::Body::None, rest::Body::Json);
+        rest::call(&self.url, method, path, body).map(|a| (a.status, a.body))
     }
 
     /// `request`, which must be answered.

@@ -8,6 +8,7 @@ pub mod jepsen;
 pub mod pipeline;
 pub mod postgres;
 pub mod proxy;
+pub mod rest;
 pub mod storage;
 
 use std::collections::BTreeMap;
@@ -217,6 +218,8 @@ pub struct Node {
     pub id: u64,
     pub api: String,
     pub raft: String,
+    /// Its REST API, `http://127.0.0.1:<port>`.
+    pub rest: String,
     pub config: PathBuf,
     pub data_dir: PathBuf,
     pub log: PathBuf,
@@ -315,6 +318,7 @@ impl Cluster {
                 id,
                 api: format!("127.0.0.1:{}", free_port()),
                 raft: format!("127.0.0.1:{}", free_port()),
+                rest: format!("http://127.0.0.1:{}", free_port()),
                 config: base.join(format!("node{id}.toml")),
                 data_dir: base.join(format!("data{id}")),
                 log: base.join(format!("node{id}.log")),
@@ -406,6 +410,7 @@ impl Cluster {
                 text.push_str(&format!("{key} = {value}\n"));
             }
         }
+        text.push_str(&format!("\n[rest]\nlisteners = {:?}\n", node.rest));
         if let Some(bootstrap) = &s.kafka {
             text.push_str(&format!("\n[kafka]\nbootstrap_servers = {bootstrap:?}\n"));
             if !s.kafka_properties.is_empty() {
@@ -703,6 +708,17 @@ impl Cluster {
         ids.into_iter()
             .flat_map(|id| self.series(id, name, labels).unwrap_or_default())
             .sum()
+    }
+
+    /// A REST call to node `id` (`curl`); `None` if it did not answer.
+    pub fn rest(
+        &self,
+        id: u64,
+        method: &str,
+        path: &str,
+        body: rest::Body<'_>,
+    ) -> Option<rest::Answer> {
+        rest::call(&self.nodes[&id].rest, method, path, body)
     }
 
     /// Cluster status as one node sees it, if it answers.

@@ -60,6 +60,40 @@ pub struct ClusterConfig {
     /// What one client request may ask of the cluster.
     #[serde(default)]
     pub limits: crate::limits::Limits,
+    /// Kafka Connect's REST API; without this section the node serves none.
+    #[serde(default)]
+    pub rest: Option<RestSettings>,
+}
+
+/// Kafka Connect's REST API on this node.
+#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct RestSettings {
+    /// Kafka Connect's `listeners`: `http://host:port`, comma-separated (an empty host listens
+    /// on every interface).
+    pub listeners: String,
+}
+
+impl RestSettings {
+    /// The `host:port` of each listener, or what is wrong with one.
+    pub fn addresses(&self) -> Result<Vec<String>, String> {
+        ferry_connect::config::split_list(&self.listeners)
+            .into_iter()
+            .map(|listener| {
+                let Some(addr) = listener.strip_prefix("http://") else {
+                    return Err(format!(
+                        "rest.listeners: {listener:?} is not http://host:port (https is not supported yet)"
+                    ));
+                };
+                let addr = addr.trim_end_matches('/');
+                match addr.rsplit_once(':') {
+                    Some(("", port)) => Ok(format!("0.0.0.0:{port}")),
+                    Some(_) => Ok(addr.to_string()),
+                    None => Err(format!("rest.listeners: {listener:?} has no port")),
+                }
+            })
+            .collect()
+    }
 }
 
 /// A static peer.
@@ -386,6 +420,19 @@ impl ClusterConfig {
                 ));
             }
             check_addr(&format!("raft.test_peer_addrs.{id}"), addr, &mut problems);
+        }
+        if let Some(rest) = &self.rest {
+            match rest.addresses() {
+                Ok(addrs) if addrs.is_empty() => {
+                    problems.push("rest.listeners is empty: give http://host:port".into())
+                }
+                Ok(addrs) => {
+                    for addr in addrs {
+                        check_addr("rest.listeners", &addr, &mut problems);
+                    }
+                }
+                Err(problem) => problems.push(problem),
+            }
         }
         let worker = &self.worker;
         if worker.heartbeat_interval_ms == 0 {

@@ -10,6 +10,7 @@ mod fatal;
 mod limits;
 mod manage;
 mod plugins;
+mod rest;
 mod scheduler;
 mod startup;
 

@@ -106,6 +106,11 @@ impl Core {
         &self.plugins
     }
 
+    /// The brokers, if this node has any.
+    pub fn kafka(&self) -> Option<&ferry_worker::KafkaSettings> {
+        self.kafka.as_ref()
+    }
+
     pub fn target_voters(&self) -> usize {
         self.target_voters
     }

@@ -84,6 +84,15 @@ pub async fn run(config: ClusterConfig, mut shutdown: watch::Receiver<bool>) -> 
     let api_listener = TcpListener::bind(&config.api_addr)
         .await
         .with_context(|| format!("cannot listen on api_addr {}", config.api_addr))?;
+    let mut rest_listeners = Vec::new();
+    if let Some(rest) = &config.rest {
+        for addr in rest.addresses().map_err(anyhow::Error::msg)? {
+            let listener = TcpListener::bind(&addr)
+                .await
+                .with_context(|| format!("cannot listen on rest.listeners {addr}"))?;
+            rest_listeners.push((addr, listener));
+        }
+    }
 
     // The peer service outlives the worker runtime: until its tasks have made their final
     // commits, this node stays a working Raft member (the leader's replication to it, its
@@ -95,16 +104,26 @@ pub async fn run(config: ClusterConfig, mut shutdown: watch::Receiver<bool>) -> 
     let plugins = Arc::new(plugins());
     let kafka = config.kafka.clone();
     let metrics = Arc::new(WorkerMetrics::default());
-    let api = Api::new(
-        Core::new(
-            node.clone(),
-            plugins.as_ref().clone(),
-            config.target_voters,
-            config.limits.clone(),
-            kafka.clone(),
-        ),
-        metrics.clone(),
+    let core = Core::new(
+        node.clone(),
+        plugins.as_ref().clone(),
+        config.target_voters,
+        config.limits.clone(),
+        kafka.clone(),
     );
+    let rest_router = crate::rest::router(core.clone());
+    let rest_tasks: Vec<JoinHandle<std::io::Result<()>>> = rest_listeners
+        .into_iter()
+        .map(|(addr, listener)| {
+            info!(rest = %addr, "serving Kafka Connect's REST API");
+            tokio::spawn(crate::rest::serve(
+                listener,
+                rest_router.clone(),
+                shutdown.clone(),
+            ))
+        })
+        .collect();
+    let api = Api::new(core, metrics.clone());
     let api_server = tonic::transport::Server::builder()
         .add_service(
             // A request may be as large as the largest entry it can make (a config, a backup
@@ -217,6 +236,11 @@ pub async fn run(config: ClusterConfig, mut shutdown: watch::Receiver<bool>) -> 
         // watch, an idle channel) must not keep the node from stopping.
         if let Some(Err(e)) = stop_within(what, task, SERVER_DRAIN).await {
             warn!(server = what, error = %e, "server stopped with an error");
+        }
+    }
+    for task in rest_tasks {
+        if let Some(Err(e)) = stop_within("rest server", task, SERVER_DRAIN).await {
+            warn!(server = "rest", error = %e, "server stopped with an error");
         }
     }
     match tokio::time::timeout(SERVER_DRAIN, node.shutdown()).await {

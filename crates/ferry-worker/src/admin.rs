@@ -155,3 +155,15 @@ pub async fn delete_sink_group(kafka: &KafkaSettings, connector: &str) -> Result
         Some(Err((_, code))) => Err(format!("cannot delete the group {group}: {code}")),
     }
 }
+
+/// The Kafka cluster's id, as the brokers report it (Kafka Connect's `kafka_cluster_id`).
+pub async fn cluster_id(kafka: &KafkaSettings) -> Result<String, String> {
+    let admin: AdminClient<DefaultClientContext> = kafka
+        .client_config()
+        .create()
+        .map_err(|e| format!("no admin client to ask for the Kafka cluster id: {e}"))?;
+    tokio::task::spawn_blocking(move || admin.inner().fetch_cluster_id(CREATE_TIMEOUT))
+        .await
+        .map_err(|e| format!("asking for the Kafka cluster id failed: {e}"))?
+        .ok_or_else(|| "the brokers did not say their cluster id in time".to_string())
+}

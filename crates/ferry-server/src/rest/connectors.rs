@@ -1,0 +1,569 @@
+//! `/connectors…`: Kafka Connect's ConnectorsResource over the management core.
+
+use std::collections::BTreeMap;
+
+use axum::body::Bytes;
+use axum::extract::{Path, Query, State};
+use axum::http::{header, HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post, put};
+use axum::{Json, Router};
+use ferry_connect::Validation;
+use ferry_meta::state::TargetState;
+use ferry_proto::management as pb;
+use serde_json::Value;
+
+use super::entities::{ConnectorInfo, ConnectorState, Message, Offsets, UnitState};
+use super::error::{Asked, RestError, RestResult};
+use super::{config_map, json_body, Rest};
+use crate::api::convert;
+use crate::manage::Stored;
+
+/// The routes of this resource.
+pub fn routes() -> Router<Rest> {
+    Router::new()
+        .route("/connectors", get(list).post(create))
+        .route("/connectors/{name}", get(info).delete(delete))
+        .route(
+            "/connectors/{name}/config",
+            get(config).put(put_config).patch(patch_config),
+        )
+        .route("/connectors/{name}/status", get(status))
+        .route("/connectors/{name}/restart", post(restart))
+        .route("/connectors/{name}/pause", put(pause))
+        .route("/connectors/{name}/resume", put(resume))
+        .route("/connectors/{name}/stop", put(stop))
+        .route("/connectors/{name}/tasks", get(tasks))
+        .route("/connectors/{name}/tasks-config", get(tasks_config))
+        .route("/connectors/{name}/tasks/{task}/status", get(task_status))
+        .route(
+            "/connectors/{name}/tasks/{task}/restart",
+            post(restart_task),
+        )
+        .route(
+            "/connectors/{name}/offsets",
+            get(offsets).patch(alter_offsets).delete(reset_offsets),
+        )
+}
+
+/// Kafka Connect's messages for a connector that does not exist, which differ by endpoint.
+fn not_found(name: &str) -> impl FnOnce() -> String + '_ {
+    move || format!("Connector {name} not found")
+}
+
+fn unknown(name: &str) -> impl FnOnce() -> String + '_ {
+    move || format!("Unknown connector {name}")
+}
+
+fn unknown_colon(name: &str) -> impl FnOnce() -> String + '_ {
+    move || format!("Unknown connector: {name}")
+}
+
+/// A query parameter as Jersey reads a boolean: `true` in any case, anything else false.
+fn flag(query: &[(String, String)], name: &str) -> bool {
+    query
+        .iter()
+        .rev()
+        .find(|(k, _)| k == name)
+        .is_some_and(|(_, v)| v.eq_ignore_ascii_case("true"))
+}
+
+async fn list(
+    State(rest): State<Rest>,
+    Query(query): Query<Vec<(String, String)>>,
+) -> RestResult<Response> {
+    let expand: Vec<&str> = query
+        .iter()
+        .filter(|(k, _)| k == "expand")
+        .map(|(_, v)| v.as_str())
+        .collect();
+    let core = &rest.core;
+    let answer = core
+        .read(|s| {
+            if expand.is_empty() {
+                return serde_json::to_value(s.connectors.keys().collect::<Vec<_>>());
+            }
+            let mut all = serde_json::Map::new();
+            for (name, connector) in &s.connectors {
+                let kind = core.kind_of(&connector.config);
+                let mut one = serde_json::Map::new();
+                for what in &expand {
+                    match *what {
+                        "status" => {
+                            if let Some(status) = ConnectorState::of(s, name, kind) {
+                                one.insert("status".into(), serde_json::to_value(status)?);
+                            }
+                        }
+                        "info" => {
+                            let info = ConnectorInfo::of(name, connector, kind);
+                            one.insert("info".into(), serde_json::to_value(info)?);
+                        }
+                        _ => {}
+                    }
+                }
+                all.insert(name.clone(), Value::Object(one));
+            }
+            Ok(Value::Object(all))
+        })
+        .await
+        .map_err(|e| RestError::from_core(e, Asked::Read, String::new))?
+        .map_err(|e| RestError::internal(e.to_string()))?;
+    Ok(Json(answer).into_response())
+}
+
+/// Kafka Connect's 400 for a config that does not validate.
+fn invalid(validation: &Validation) -> RestError {
+    let errors: Vec<String> = validation
+        .fields
+        .iter()
+        .flat_map(|f| f.errors.iter().cloned())
+        .collect();
+    invalid_errors(&errors)
+}
+
+fn invalid_errors(errors: &[String]) -> RestError {
+    RestError::bad_request(format!(
+        "Connector configuration is invalid and contains the following {} error(s):\n{}\nYou can \
+         also find the above list of errors at the endpoint \
+         `/connector-plugins/{{connectorType}}/config/validate`",
+        errors.len(),
+        errors.join("\n")
+    ))
+}
+
+/// A config for a create or a replace: no `null` value (Kafka Connect refuses one in
+/// validation), and a `name`, if given, equal to the connector's.
+fn full_config(value: &Value, name: &str) -> RestResult<BTreeMap<String, String>> {
+    let mut config = BTreeMap::new();
+    let mut nulls = Vec::new();
+    for (k, v) in config_map(value)? {
+        match v {
+            Some(v) => {
+                config.insert(k, v);
+            }
+            None => nulls.push("Null value can not be supplied as the configuration value.".into()),
+        }
+    }
+    if !nulls.is_empty() {
+        return Err(invalid_errors(&nulls));
+    }
+    if let Some(given) = config.get("name").filter(|given| *given != name) {
+        return Err(RestError::bad_request(format!(
+            "Connector name configuration ({given}) doesn't match connector name in the URL ({name})"
+        )));
+    }
+    Ok(config)
+}
+
+/// Kafka Connect's checks of `connector.class` before validation: 400 without one, 500 for a
+/// class that is not a plugin.
+fn known_class(rest: &Rest, config: &BTreeMap<String, String>) -> RestResult<()> {
+    let Some(class) = config.get("connector.class") else {
+        let shown: Vec<String> = config.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        return Err(RestError::bad_request(format!(
+            "Connector config {{{}}} contains no connector type",
+            shown.join(", ")
+        )));
+    };
+    let plugins = rest.core.plugins();
+    if ferry_connect::plugin::find(plugins, class).is_none() {
+        let available: Vec<&str> = plugins.iter().map(|p| p.class).collect();
+        return Err(RestError::internal(format!(
+            "Failed to find any class that implements Connector and which name matches {class}, \
+             available connectors are: {}",
+            available.join(", ")
+        )));
+    }
+    Ok(())
+}
+
+/// Where a created connector is found.
+fn location(headers: &HeaderMap, name: &str) -> String {
+    let host = headers
+        .get(header::HOST)
+        .and_then(|h| h.to_str().ok())
+        .unwrap_or("localhost");
+    format!("http://{host}/connectors/{}", encode_segment(name))
+}
+
+/// A path segment, percent-encoded.
+fn encode_segment(segment: &str) -> String {
+    let mut out = String::new();
+    for b in segment.bytes() {
+        match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => {
+                out.push(b as char)
+            }
+            _ => out.push_str(&format!("%{b:02X}")),
+        }
+    }
+    out
+}
+
+/// Store a config: 201 with its location when created, 200 when replaced.
+async fn store(
+    rest: &Rest,
+    headers: &HeaderMap,
+    name: &str,
+    config: BTreeMap<String, String>,
+    create: bool,
+    expected_version: Option<u64>,
+) -> RestResult<Response> {
+    known_class(rest, &config)?;
+    let stored = rest
+        .core
+        .put(name, config, create, expected_version, "")
+        .await
+        .map_err(|e| RestError::from_core(e, Asked::Write, not_found(name)))?;
+    match stored {
+        Stored::Refused(validation) => Err(invalid(&validation)),
+        Stored::Done(stored) => {
+            let info = ConnectorInfo::of(&stored.name, &stored.connector, stored.kind);
+            Ok(if stored.created {
+                (
+                    StatusCode::CREATED,
+                    [(header::LOCATION, location(headers, &stored.name))],
+                    Json(info),
+                )
+                    .into_response()
+            } else {
+                Json(info).into_response()
+            })
+        }
+    }
+}
+
+async fn create(State(rest): State<Rest>, headers: HeaderMap, body: Bytes) -> RestResult<Response> {
+    let body = json_body(&headers, &body)?;
+    let name = match body.get("name") {
+        Some(Value::String(name)) => name.trim_matches(|c: char| c <= ' ').to_string(),
+        Some(Value::Null) | None => String::new(),
+        Some(other) => other.to_string(),
+    };
+    let Some(config) = body.get("config").filter(|c| !c.is_null()) else {
+        return Err(RestError {
+            status: StatusCode::INTERNAL_SERVER_ERROR,
+            message: None,
+        });
+    };
+    let config = full_config(config, &name)?;
+    store(&rest, &headers, &name, config, true, None).await
+}
+
+async fn info(
+    State(rest): State<Rest>,
+    Path(name): Path<String>,
+) -> RestResult<Json<ConnectorInfo>> {
+    let core = &rest.core;
+    let info = core
+        .read_connector(&name, |s| {
+            let c = s.connectors.get(&name)?;
+            Some(ConnectorInfo::of(&name, c, core.kind_of(&c.config)))
+        })
+        .await
+        .map_err(|e| RestError::from_core(e, Asked::Read, not_found(&name)))?;
+    Ok(Json(info))
+}
+
+async fn delete(State(rest): State<Rest>, Path(name): Path<String>) -> RestResult<StatusCode> {
+    exists(&rest, &name, Asked::Write, not_found(&name)).await?;
+    rest.core
+        .delete(&name, "")
+        .await
+        .map_err(|e| RestError::from_core(e, Asked::Write, not_found(&name)))?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// 404 (with `message`) unless connector `name` exists.
+async fn exists(
+    rest: &Rest,
+    name: &str,
+    asked: Asked,
+    message: impl FnOnce() -> String,
+) -> RestResult<()> {
+    match rest.core.read(|s| s.connectors.contains_key(name)).await {
+        Ok(true) => Ok(()),
+        Ok(false) => Err(RestError::not_found(message())),
+        Err(e) => Err(RestError::from_core(e, asked, message)),
+    }
+}
+
+async fn config(
+    State(rest): State<Rest>,
+    Path(name): Path<String>,
+) -> RestResult<Json<BTreeMap<String, String>>> {
+    let config = rest
+        .core
+        .read_connector(&name, |s| {
+            s.connectors.get(&name).map(|c| c.config.redacted())
+        })
+        .await
+        .map_err(|e| RestError::from_core(e, Asked::Read, not_found(&name)))?;
+    Ok(Json(config))
+}
+
+async fn put_config(
+    State(rest): State<Rest>,
+    Path(name): Path<String>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> RestResult<Response> {
+    let body = json_body(&headers, &body)?;
+    let config = full_config(&body, &name)?;
+    store(&rest, &headers, &name, config, false, None).await
+}
+
+/// KIP-477: the stored config with the given properties changed (`null` removes one), stored
+/// if nobody changed it meanwhile.
+async fn patch_config(
+    State(rest): State<Rest>,
+    Path(name): Path<String>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> RestResult<Response> {
+    let body = json_body(&headers, &body)?;
+    let patch = config_map(&body)?;
+    let (mut config, version) = rest
+        .core
+        .read_connector(&name, |s| {
+            s.connectors
+                .get(&name)
+                .map(|c| (c.config.0.clone(), c.version))
+        })
+        .await
+        .map_err(|e| RestError::from_core(e, Asked::Read, not_found(&name)))?;
+    for (k, v) in patch {
+        match v {
+            Some(v) => config.insert(k, v),
+            None => config.remove(&k),
+        };
+    }
+    // The connector exists (at `version`): this is an update, answered 200.
+    store(&rest, &headers, &name, config, false, Some(version)).await
+}
+
+async fn status(
+    State(rest): State<Rest>,
+    Path(name): Path<String>,
+) -> RestResult<Json<ConnectorState>> {
+    let core = &rest.core;
+    let status = core
+        .read_connector(&name, |s| {
+            let kind = s
+                .connectors
+                .get(&name)
+                .and_then(|c| core.kind_of(&c.config));
+            ConnectorState::of(s, &name, kind)
+        })
+        .await
+        .map_err(|e| {
+            RestError::from_core(e, Asked::Read, || {
+                format!("No status found for connector {name}")
+            })
+        })?;
+    Ok(Json(status))
+}
+
+/// KIP-745: without flags, the connector instance restarts (204); with any, the restart is
+/// planned and the plan answered (202): what restarts shown RESTARTING.
+async fn restart(
+    State(rest): State<Rest>,
+    Path(name): Path<String>,
+    Query(query): Query<Vec<(String, String)>>,
+) -> RestResult<Response> {
+    let include_tasks = flag(&query, "includeTasks");
+    let only_failed = flag(&query, "onlyFailed");
+    let core = &rest.core;
+    let before = core
+        .read_connector(&name, |s| {
+            let kind = s
+                .connectors
+                .get(&name)
+                .and_then(|c| core.kind_of(&c.config));
+            ConnectorState::of(s, &name, kind)
+        })
+        .await
+        .map_err(|e| RestError::from_core(e, Asked::Write, unknown_colon(&name)))?;
+    core.restart(&name, include_tasks, only_failed, "")
+        .await
+        .map_err(|e| RestError::from_core(e, Asked::Write, unknown_colon(&name)))?;
+    if !include_tasks && !only_failed {
+        return Ok(StatusCode::NO_CONTENT.into_response());
+    }
+    let restarts = |unit: &UnitState| !only_failed || unit.state == "FAILED";
+    let mut plan = before;
+    if restarts(&plan.connector) {
+        plan.connector.state = "RESTARTING".into();
+    }
+    for task in &mut plan.tasks {
+        if include_tasks && restarts(task) {
+            task.state = "RESTARTING".into();
+        }
+    }
+    Ok((StatusCode::ACCEPTED, Json(plan)).into_response())
+}
+
+async fn target(
+    rest: &Rest,
+    name: &str,
+    target: TargetState,
+    answer: StatusCode,
+) -> RestResult<StatusCode> {
+    exists(rest, name, Asked::Write, unknown(name)).await?;
+    rest.core
+        .set_target(name, target, "")
+        .await
+        .map_err(|e| RestError::from_core(e, Asked::Write, unknown(name)))?;
+    Ok(answer)
+}
+
+async fn pause(State(rest): State<Rest>, Path(name): Path<String>) -> RestResult<StatusCode> {
+    target(&rest, &name, TargetState::Paused, StatusCode::ACCEPTED).await
+}
+
+async fn resume(State(rest): State<Rest>, Path(name): Path<String>) -> RestResult<StatusCode> {
+    target(&rest, &name, TargetState::Running, StatusCode::ACCEPTED).await
+}
+
+async fn stop(State(rest): State<Rest>, Path(name): Path<String>) -> RestResult<StatusCode> {
+    target(&rest, &name, TargetState::Stopped, StatusCode::NO_CONTENT).await
+}
+
+async fn tasks(State(rest): State<Rest>, Path(name): Path<String>) -> RestResult<Response> {
+    let tasks = rest
+        .core
+        .read_connector(&name, |s| super::entities::tasks(s, &name))
+        .await
+        .map_err(|e| RestError::from_core(e, Asked::Read, not_found(&name)))?;
+    Ok(Json(tasks).into_response())
+}
+
+/// Deprecated in Kafka Connect (KIP-970), still served: `{"name-0": {…}, …}`.
+async fn tasks_config(State(rest): State<Rest>, Path(name): Path<String>) -> RestResult<Response> {
+    let tasks = rest
+        .core
+        .read_connector(&name, |s| super::entities::tasks(s, &name))
+        .await
+        .map_err(|e| RestError::from_core(e, Asked::Read, not_found(&name)))?;
+    let by_id: serde_json::Map<String, Value> = tasks
+        .into_iter()
+        .map(|t| {
+            let config = serde_json::to_value(t.config).unwrap_or(Value::Null);
+            (format!("{name}-{}", t.id.task), config)
+        })
+        .collect();
+    Ok(Json(by_id).into_response())
+}
+
+/// A task id from the path: Kafka Connect answers a non-number with its plain 404.
+fn task_id(task: &str) -> RestResult<u32> {
+    task.parse()
+        .map_err(|_| RestError::not_found("HTTP 404 Not Found"))
+}
+
+async fn task_status(
+    State(rest): State<Rest>,
+    Path((name, task)): Path<(String, String)>,
+) -> RestResult<Json<UnitState>> {
+    let id = task_id(&task)?;
+    let core = &rest.core;
+    let missing = || format!("No status found for task {name}-{id}");
+    let status = core
+        .read(|s| {
+            let kind = s
+                .connectors
+                .get(&name)
+                .and_then(|c| core.kind_of(&c.config));
+            ConnectorState::of(s, &name, kind)
+                .and_then(|c| c.tasks.into_iter().find(|t| t.id == Some(id)))
+        })
+        .await
+        .map_err(|e| RestError::from_core(e, Asked::Read, missing))?
+        .ok_or_else(|| RestError::not_found(missing()))?;
+    Ok(Json(status))
+}
+
+async fn restart_task(
+    State(rest): State<Rest>,
+    Path((name, task)): Path<(String, String)>,
+) -> RestResult<StatusCode> {
+    let id = task_id(&task)?;
+    rest.core
+        .restart_task(&name, id, "")
+        .await
+        .map_err(|e| RestError::from_core(e, Asked::Write, unknown_colon(&name)))?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+async fn offsets(State(rest): State<Rest>, Path(name): Path<String>) -> RestResult<Json<Offsets>> {
+    let offsets = rest
+        .core
+        .read_connector(&name, |s| {
+            s.connectors
+                .contains_key(&name)
+                .then(|| Offsets::of(s, &name))
+        })
+        .await
+        .map_err(|e| RestError::from_core(e, Asked::Read, not_found(&name)))?;
+    Ok(Json(offsets))
+}
+
+/// KIP-875 alter: the body's offsets, checked before the connector is looked up.
+async fn alter_offsets(
+    State(rest): State<Rest>,
+    Path(name): Path<String>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> RestResult<Json<Message>> {
+    let body = json_body(&headers, &body)?;
+    let entries = match body.get("offsets") {
+        Some(Value::Array(entries)) if !entries.is_empty() => entries.clone(),
+        Some(Value::Array(_)) | Some(Value::Null) | None => {
+            return Err(RestError::bad_request(
+                "Partitions / offsets need to be provided for an alter offsets request",
+            ))
+        }
+        Some(other) => {
+            return Err(RestError::internal(format!(
+                "Cannot deserialize value of type `java.util.ArrayList` from {}",
+                super::json_kind(other)
+            )))
+        }
+    };
+    let mut offsets = Vec::new();
+    for entry in &entries {
+        let Value::Object(entry) = entry else {
+            return Err(RestError::internal(format!(
+                "Cannot deserialize value of type `ConnectorOffset` from {}",
+                super::json_kind(entry)
+            )));
+        };
+        let text = |key: &str| entry.get(key).map_or_else(String::new, Value::to_string);
+        offsets.push(pb::ConnectorOffset {
+            partition_json: text("partition"),
+            offset_json: text("offset"),
+        });
+    }
+    exists(&rest, &name, Asked::Write, not_found(&name)).await?;
+    rest.core
+        .alter_offsets(&name, "", |kind| convert::parse_offsets(kind, &offsets))
+        .await
+        .map_err(|e| RestError::from_core(e, Asked::Write, not_found(&name)))?;
+    Ok(Json(Message {
+        message: "The offsets for this connector have been altered successfully".into(),
+    }))
+}
+
+async fn reset_offsets(
+    State(rest): State<Rest>,
+    Path(name): Path<String>,
+) -> RestResult<Json<Message>> {
+    exists(&rest, &name, Asked::Write, not_found(&name)).await?;
+    rest.core
+        .reset_offsets(&name, "")
+        .await
+        .map_err(|e| RestError::from_core(e, Asked::Write, not_found(&name)))?;
+    Ok(Json(Message {
+        message: "The offsets for this connector have been reset successfully".into(),
+    }))
+}

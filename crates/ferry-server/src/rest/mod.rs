@@ -1,0 +1,196 @@
+//! Kafka Connect's REST API, served by every node (axum): an adapter of the management core,
+//! as the gRPC service is — paths, status codes, JSON shapes and error bodies are Kafka
+//! Connect's; the rules are the core's (writes reach the leader with one request id across
+//! their retries, reads are linearizable, secrets stay hidden).
+
+mod connectors;
+pub mod entities;
+pub mod error;
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::http::{header, HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::{Json, Router};
+use serde_json::Value;
+use tokio::sync::{watch, OnceCell};
+
+use crate::manage::Core;
+use entities::{PluginInfo, ServerInfo, WorkerStatus};
+use error::{RestError, RestResult};
+
+/// How long `GET /health` waits for the control plane to answer, as Kafka Connect waits.
+const HEALTH_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// What every handler shares.
+#[derive(Clone)]
+pub struct Rest {
+    core: Core,
+    /// The Kafka cluster's id, asked once.
+    kafka_cluster_id: Arc<OnceCell<Option<String>>>,
+}
+
+/// The REST API over `core`.
+pub fn router(core: Core) -> Router {
+    let rest = Rest {
+        core,
+        kafka_cluster_id: Arc::new(OnceCell::new()),
+    };
+    Router::new()
+        .route("/", get(root))
+        .route("/health", get(health))
+        .route("/connector-plugins", get(plugins))
+        .merge(connectors::routes())
+        .fallback(|| async { RestError::not_found("HTTP 404 Not Found") })
+        .method_not_allowed_fallback(|| async {
+            RestError::new(
+                StatusCode::METHOD_NOT_ALLOWED,
+                "HTTP 405 Method Not Allowed",
+            )
+        })
+        .with_state(rest)
+}
+
+/// Serve `router` on `listener` until `shutdown` turns true.
+pub async fn serve(
+    listener: tokio::net::TcpListener,
+    router: Router,
+    mut shutdown: watch::Receiver<bool>,
+) -> std::io::Result<()> {
+    axum::serve(listener, router)
+        .with_graceful_shutdown(async move {
+            let _ = shutdown.wait_for(|stop| *stop).await;
+        })
+        .await
+}
+
+async fn root(State(rest): State<Rest>) -> Json<ServerInfo> {
+    let kafka = rest.core.kafka().cloned();
+    let id = rest
+        .kafka_cluster_id
+        .get_or_init(|| async move {
+            match kafka {
+                Some(kafka) => ferry_worker::admin::cluster_id(&kafka)
+                    .await
+                    .map_err(|e| tracing::warn!(error = %e, "no Kafka cluster id for GET /"))
+                    .ok(),
+                None => None,
+            }
+        })
+        .await
+        .clone();
+    Json(ServerInfo {
+        version: env!("CARGO_PKG_VERSION"),
+        commit: option_env!("FERRY_COMMIT").unwrap_or("unknown"),
+        kafka_cluster_id: id,
+    })
+}
+
+/// Healthy once this node is a registered worker and the control plane answers a
+/// linearizable read in time.
+async fn health(State(rest): State<Rest>) -> Response {
+    let me = rest.core.node().id();
+    let answer = tokio::time::timeout(
+        HEALTH_TIMEOUT,
+        rest.core.read(|s| s.workers.contains_key(&me)),
+    )
+    .await;
+    let (status, code, message) = match answer {
+        Ok(Ok(true)) => (
+            "healthy",
+            StatusCode::OK,
+            "Worker has completed startup and is ready to handle requests.",
+        ),
+        Ok(Ok(false)) => (
+            "starting",
+            StatusCode::SERVICE_UNAVAILABLE,
+            "Worker is still starting up.",
+        ),
+        Ok(Err(_)) | Err(_) => (
+            "unhealthy",
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "Worker was unable to handle this request and may be unable to handle other requests.",
+        ),
+    };
+    let body = WorkerStatus {
+        status,
+        message: message.to_string(),
+    };
+    (code, Json(body)).into_response()
+}
+
+async fn plugins(State(rest): State<Rest>) -> Json<Vec<PluginInfo>> {
+    Json(
+        rest.core
+            .plugins()
+            .iter()
+            .map(|p| PluginInfo {
+                class: p.class,
+                kind: p.kind().as_str(),
+                version: p.version,
+            })
+            .collect(),
+    )
+}
+
+/// A request's JSON body: 415 for another media type, 500 for what does not parse (as Kafka
+/// Connect's JSON binding answers).
+fn json_body(headers: &HeaderMap, body: &Bytes) -> RestResult<Value> {
+    if let Some(media) = headers.get(header::CONTENT_TYPE) {
+        let json = media.to_str().is_ok_and(|m| {
+            m.trim()
+                .to_ascii_lowercase()
+                .starts_with("application/json")
+        });
+        if !json {
+            return Err(RestError::new(
+                StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                "HTTP 415 Unsupported Media Type",
+            ));
+        }
+    }
+    serde_json::from_slice(body)
+        .map_err(|e| RestError::internal(format!("Cannot deserialize the request body: {e}")))
+}
+
+/// A config map as Kafka Connect binds it: numbers and booleans become strings; `null` is
+/// kept as `None` (a removal in a PATCH); anything else is refused.
+fn config_map(value: &Value) -> RestResult<BTreeMap<String, Option<String>>> {
+    let Value::Object(map) = value else {
+        return Err(RestError::internal(format!(
+            "Cannot deserialize value of type `java.util.Map<java.lang.String,java.lang.String>` from {}",
+            json_kind(value)
+        )));
+    };
+    map.iter()
+        .map(|(k, v)| {
+            let text = match v {
+                Value::String(s) => Some(s.clone()),
+                Value::Number(n) => Some(n.to_string()),
+                Value::Bool(b) => Some(b.to_string()),
+                Value::Null => None,
+                other => return Err(RestError::internal(format!(
+                    "Cannot deserialize value of type `java.lang.String` from {} (property {k})",
+                    json_kind(other)
+                ))),
+            };
+            Ok((k.clone(), text))
+        })
+        .collect()
+}
+
+fn json_kind(value: &Value) -> &'static str {
+    match value {
+        Value::Object(_) => "Object value",
+        Value::Array(_) => "Array value",
+        Value::String(_) => "String value",
+        Value::Number(_) => "Number value",
+        Value::Bool(_) => "Boolean value",
+        Value::Null => "null",
+    }
+}
