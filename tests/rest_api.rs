@@ -223,19 +223,37 @@ fn kafka_connect_s_rest_api_on_every_node() {
     )
     .body;
     assert_eq!(config, want);
-    let status = wait_for("the sink's tasks RUNNING", FLOW, || {
-        let status = expect(
-            &cluster,
-            follower,
-            "GET",
-            "/connectors/sink/status",
-            Body::None,
-            200,
-        )
-        .body;
-        let tasks = status["tasks"].as_array().cloned().unwrap_or_default();
-        (tasks.len() == 2 && tasks.iter().all(|t| t["state"] == "RUNNING")).then_some(status)
-    });
+    // Workers are named by their REST address, as Kafka Connect names them.
+    let rest_addrs: Vec<String> = cluster
+        .nodes
+        .values()
+        .map(|n| n.rest.trim_start_matches("http://").to_string())
+        .collect();
+    let named = |unit: &Value| {
+        unit["worker_id"]
+            .as_str()
+            .is_some_and(|w| rest_addrs.iter().any(|r| r == w))
+    };
+    let status = wait_for(
+        "the sink's tasks RUNNING, on workers named by REST address",
+        FLOW,
+        || {
+            let status = expect(
+                &cluster,
+                follower,
+                "GET",
+                "/connectors/sink/status",
+                Body::None,
+                200,
+            )
+            .body;
+            let tasks = status["tasks"].as_array().cloned().unwrap_or_default();
+            (tasks.len() == 2
+                && tasks.iter().all(|t| t["state"] == "RUNNING" && named(t))
+                && named(&status["connector"]))
+            .then_some(status)
+        },
+    );
     assert_eq!(status["name"], "sink");
     assert_eq!(status["type"], "sink");
     assert_eq!(status["connector"]["state"], "RUNNING", "{status}");

@@ -420,6 +420,7 @@ mod tests {
             api_addr: "a".into(),
             raft_addr: "r".into(),
             incarnation: incarnation.into(),
+            ..FerryNode::default()
         }
     }
 

@@ -72,6 +72,11 @@ pub struct RestSettings {
     /// Kafka Connect's `listeners`: `http://host:port`, comma-separated (an empty host listens
     /// on every interface).
     pub listeners: String,
+    /// The `host:port` other workers and clients reach this API at, shown as `worker_id` in
+    /// its statuses (Kafka Connect's `rest.advertised.host.name` and `.port`). Default: the
+    /// first listener's, an unspecified host replaced by `api_addr`'s.
+    #[serde(default)]
+    pub advertised: Option<String>,
 }
 
 impl RestSettings {
@@ -301,6 +306,21 @@ const MANAGED_KAFKA_PROPERTIES: &[&str] = &[
 ];
 
 impl ClusterConfig {
+    /// The REST API's advertised `host:port`, if this node serves one.
+    pub fn rest_advertised(&self) -> Option<String> {
+        let rest = self.rest.as_ref()?;
+        if let Some(advertised) = &rest.advertised {
+            return Some(advertised.clone());
+        }
+        let first = rest.addresses().ok()?.into_iter().next()?;
+        let (host, port) = first.rsplit_once(':')?;
+        let host = match host {
+            "0.0.0.0" | "[::]" | "::" => self.api_addr.rsplit_once(':').map_or(host, |(h, _)| h),
+            host => host,
+        };
+        Some(format!("{host}:{port}"))
+    }
+
     /// Read, parse and validate a `cluster.toml`.
     pub fn load(path: &Path) -> Result<Self, ConfigError> {
         let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {

@@ -421,7 +421,7 @@ impl Core {
         let node = FerryNode {
             api_addr: api_addr.to_string(),
             raft_addr: raft_addr.to_string(),
-            incarnation: String::new(),
+            ..FerryNode::default()
         };
         info!(node = id, %node, "add-node requested");
         self.node

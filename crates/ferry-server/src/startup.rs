@@ -76,7 +76,9 @@ pub async fn run(config: ClusterConfig, mut shutdown: watch::Receiver<bool>) -> 
         api_addr: config.api_addr.clone(),
         raft_addr: config.raft_addr.clone(),
         incarnation: node.boot().incarnation.clone(),
+        ..FerryNode::default()
     };
+    let rest_url = config.rest_advertised();
 
     let peer_listener = TcpListener::bind(&config.raft_addr)
         .await
@@ -208,7 +210,7 @@ pub async fn run(config: ClusterConfig, mut shutdown: watch::Receiver<bool>) -> 
             if let Err(e) = bootstrap(&node, &config, shutdown.clone()).await {
                 error!(error = %format!("{e:#}"), "bootstrap failed");
             }
-            if let Err(e) = register(&node, &config, &me, shutdown).await {
+            if let Err(e) = register(&node, &config, &me, &rest_url, shutdown).await {
                 error!(error = %format!("{e:#}"), "registration failed");
             }
         })
@@ -387,6 +389,7 @@ async fn bootstrap(
                             api_addr: p.api_addr.clone(),
                             raft_addr: p.raft_addr.clone(),
                             incarnation: incarnation(p.id),
+                            ..FerryNode::default()
                         };
                         (p.id, node)
                     })
@@ -507,17 +510,28 @@ async fn register(
     node: &MetaNode,
     config: &ClusterConfig,
     me: &FerryNode,
+    rest_url: &Option<String>,
     mut shutdown: watch::Receiver<bool>,
 ) -> anyhow::Result<()> {
     let file = cluster_id_file(&config.data_dir);
     let persisted = persisted_cluster_id(&config.data_dir)?;
+    let mut announced = false;
     loop {
         if node.leader().is_some() {
-            let (cluster_id, registered) = {
+            let (cluster_id, registered, worker, whole) = {
                 let applied = node.state().read();
+                // The REST address is recorded once the cluster's feature level allows it;
+                // until then the worker is registered without it, and again when it does.
+                let allowed = applied.state.feature_level() >= ferry_meta::format::WORKER_REST;
+                let worker = FerryNode {
+                    rest_url: rest_url.clone().filter(|_| allowed).unwrap_or_default(),
+                    ..me.clone()
+                };
                 (
                     applied.state.cluster_id.clone(),
-                    applied.state.workers.get(&node.id()) == Some(me),
+                    applied.state.workers.get(&node.id()) == Some(&worker),
+                    worker,
+                    allowed || rest_url.is_none(),
                 )
             };
             let attempt: anyhow::Result<bool> = async {
@@ -562,13 +576,19 @@ async fn register(
                         uuid::Uuid::new_v4().to_string(),
                         Command::PutWorker {
                             id: node.id(),
-                            node: me.clone(),
+                            node: worker.clone(),
                         },
                     ))
                     .await??;
-                    info!(node = node.id(), "registered as a worker");
+                    if !announced {
+                        info!(node = node.id(), "registered as a worker");
+                        announced = true;
+                    }
+                    if !worker.rest_url.is_empty() {
+                        info!(node = node.id(), rest = %worker.rest_url, "REST address recorded");
+                    }
                 }
-                Ok(true)
+                Ok(whole)
             }
             .await;
             match attempt {

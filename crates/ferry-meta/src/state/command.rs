@@ -335,6 +335,14 @@ impl Command {
     /// gets the next format here.
     pub fn format(&self) -> u32 {
         match self {
+            Command::PutWorker { node, .. } if !node.rest_url.is_empty() => {
+                crate::format::WORKER_REST
+            }
+            Command::RestoreState { state }
+                if state.workers.values().any(|w| !w.rest_url.is_empty()) =>
+            {
+                crate::format::WORKER_REST
+            }
             Command::PutTaskConfigs { shared, .. } if !shared.is_empty() => 3,
             Command::RestoreState { state }
                 if state.connectors.values().any(|c| !c.task_shared.is_empty()) =>

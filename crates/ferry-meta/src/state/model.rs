@@ -25,6 +25,11 @@ pub struct FerryNode {
     /// yet (a membership written before incarnations existed, or a node added by address).
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub incarnation: String,
+    /// A worker's REST API as it advertises it (`host:port`), Kafka Connect's `worker_id` in
+    /// that API's statuses; empty when it serves none, and in membership records. Written from
+    /// format [`crate::format::WORKER_REST`].
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub rest_url: String,
 }
 
 impl fmt::Display for FerryNode {
@@ -32,6 +37,9 @@ impl fmt::Display for FerryNode {
         write!(f, "api={} raft={}", self.api_addr, self.raft_addr)?;
         if !self.incarnation.is_empty() {
             write!(f, " incarnation={}", self.incarnation)?;
+        }
+        if !self.rest_url.is_empty() {
+            write!(f, " rest={}", self.rest_url)?;
         }
         Ok(())
     }

@@ -10,13 +10,26 @@ use serde_json::{json, Value};
 
 use crate::error::ApiError;
 
-/// How a worker is shown: its management address, as Kafka Connect shows `host:port`.
-pub fn worker_id(state: &ClusterState, worker: Option<NodeId>) -> String {
+/// Which address names a worker in a status: each API shows the worker's own address in that
+/// API, as Kafka Connect's REST API shows its REST `host:port`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Door {
+    /// The management (gRPC) address.
+    Grpc,
+    /// The advertised REST address (the management address of a worker that records none).
+    Rest,
+}
+
+/// How a worker is shown through `door`.
+pub fn worker_id(state: &ClusterState, worker: Option<NodeId>, door: Door) -> String {
     match worker {
-        Some(id) => state
-            .workers
-            .get(&id)
-            .map_or_else(|| format!("node-{id}"), |w| w.api_addr.clone()),
+        Some(id) => state.workers.get(&id).map_or_else(
+            || format!("node-{id}"),
+            |w| match door {
+                Door::Rest if !w.rest_url.is_empty() => w.rest_url.clone(),
+                _ => w.api_addr.clone(),
+            },
+        ),
         None => String::new(),
     }
 }
@@ -40,11 +53,17 @@ pub fn connector_info(
     }
 }
 
-fn task_status(state: &ClusterState, name: &str, id: u32, status: &Status) -> pb::TaskStatus {
+fn task_status(
+    state: &ClusterState,
+    name: &str,
+    id: u32,
+    status: &Status,
+    door: Door,
+) -> pb::TaskStatus {
     pb::TaskStatus {
         id,
         state: status.state.as_str().to_string(),
-        worker_id: worker_id(state, status.worker),
+        worker_id: worker_id(state, status.worker, door),
         trace: status.trace.clone().unwrap_or_default(),
         generation: status.generation,
         fenced_commits: state
@@ -59,6 +78,7 @@ pub fn status_info(
     state: &ClusterState,
     name: &str,
     kind: Option<PluginKind>,
+    door: Door,
 ) -> Option<pb::ConnectorStatusInfo> {
     let connector = state.connectors.get(name)?;
     let empty = ConnectorStatus::default();
@@ -66,14 +86,14 @@ pub fn status_info(
     Some(pb::ConnectorStatusInfo {
         name: name.to_string(),
         state: status.connector.state.as_str().to_string(),
-        worker_id: worker_id(state, status.connector.worker),
+        worker_id: worker_id(state, status.connector.worker, door),
         trace: status.connector.trace.clone().unwrap_or_default(),
         target_state: connector.target.as_str().to_string(),
         r#type: kind.map_or("unknown", |k| k.as_str()).to_string(),
         tasks: status
             .tasks
             .iter()
-            .map(|(id, s)| task_status(state, name, *id, s))
+            .map(|(id, s)| task_status(state, name, *id, s, door))
             .collect(),
     })
 }
@@ -222,7 +242,7 @@ pub fn config_map(config: &std::collections::HashMap<String, String>) -> BTreeMa
 
 /// The tasks of a connector with their configs (secrets redacted), workers, generations and
 /// sink partitions; `None` if it does not exist.
-pub fn tasks(state: &ClusterState, name: &str) -> Option<Vec<pb::TaskInfo>> {
+pub fn tasks(state: &ClusterState, name: &str, door: Door) -> Option<Vec<pb::TaskInfo>> {
     let connector = state.connectors.get(name)?;
     let assignment = state.assignments.get(name);
     Some(
@@ -235,7 +255,7 @@ pub fn tasks(state: &ClusterState, name: &str) -> Option<Vec<pb::TaskInfo>> {
                 pb::TaskInfo {
                     id: i as u32,
                     config: config.redacted().into_iter().collect(),
-                    worker_id: worker_id(state, a.and_then(|a| a.worker)),
+                    worker_id: worker_id(state, a.and_then(|a| a.worker), door),
                     generation: a.map_or(0, |a| a.generation),
                     partitions: state
                         .sink_partitions

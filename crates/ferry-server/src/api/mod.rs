@@ -104,8 +104,13 @@ impl Api {
             .iter()
             .filter(|(name, _)| only.is_empty() || name.as_str() == only)
             .filter_map(|(name, c)| {
-                convert::status_info(state, name, self.core.kind_of(&c.config))
-                    .map(|s| (name.clone(), s))
+                convert::status_info(
+                    state,
+                    name,
+                    self.core.kind_of(&c.config),
+                    convert::Door::Grpc,
+                )
+                .map(|s| (name.clone(), s))
             })
             .collect()
     }
@@ -320,7 +325,7 @@ impl Management for Api {
         let name = require_name(&req.get_ref().name)?.to_string();
         let tasks = self
             .core
-            .read_connector(&name, |s| convert::tasks(s, &name))
+            .read_connector(&name, |s| convert::tasks(s, &name, convert::Door::Grpc))
             .await?;
         Ok(GrpcResponse::new(pb::ListTasksResponse { tasks }))
     }

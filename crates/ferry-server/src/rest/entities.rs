@@ -89,7 +89,7 @@ pub struct ConnectorState {
 impl ConnectorState {
     /// The status of connector `name`, if it exists.
     pub fn of(state: &ClusterState, name: &str, kind: Option<PluginKind>) -> Option<Self> {
-        let status = convert::status_info(state, name, kind)?;
+        let status = convert::status_info(state, name, kind, convert::Door::Rest)?;
         Some(ConnectorState::from(status))
     }
 }
@@ -131,7 +131,7 @@ pub struct TaskInfo {
 /// A connector's tasks, if it exists.
 pub fn tasks(state: &ClusterState, name: &str) -> Option<Vec<TaskInfo>> {
     Some(
-        convert::tasks(state, name)?
+        convert::tasks(state, name, convert::Door::Rest)?
             .into_iter()
             .map(|t| TaskInfo {
                 id: TaskId {

@@ -174,10 +174,12 @@ fn config_map(value: &Value) -> RestResult<BTreeMap<String, Option<String>>> {
                 Value::Number(n) => Some(n.to_string()),
                 Value::Bool(b) => Some(b.to_string()),
                 Value::Null => None,
-                other => return Err(RestError::internal(format!(
+                other => {
+                    return Err(RestError::internal(format!(
                     "Cannot deserialize value of type `java.lang.String` from {} (property {k})",
                     json_kind(other)
-                ))),
+                )))
+                }
             };
             Ok((k.clone(), text))
         })
