@@ -46,6 +46,9 @@ data_dir = "data/node$i"
 api_addr = "127.0.0.1:710$i"
 raft_addr = "127.0.0.1:720$i"
 $peers
+[rest]
+listeners = "http://127.0.0.1:808$i"
+
 [worker]
 offset_flush_interval_ms = 5000
 
@@ -98,6 +101,7 @@ Try, in another shell:
   ferry connectors tasks demo-sink
   ferry connectors pause demo-sink; ferry connectors resume demo-sink
   ferry cluster status
+  curl -s http://127.0.0.1:8081/connectors?expand=status   # Kafka Connect's REST API, on 8081-8083
 Ctrl-C stops the cluster and the broker.
 TXT
 wait
