@@ -12,48 +12,59 @@ use serde_json::{json, Value};
 
 const FLOW: Duration = Duration::from_secs(90);
 
-/// A request to `node` that must be answered with `status`.
-fn expect(
-    cluster: &Cluster,
-    node: u64,
-    method: &str,
-    path: &str,
-    body: Body<'_>,
-    status: u16,
-) -> Answer {
-    let answer = cluster
-        .rest(node, method, path, body)
-        .unwrap_or_else(|| panic!("node {node} did not answer {method} {path}"));
-    assert_eq!(
-        answer.status, status,
-        "{method} {path} on node {node}: {:?}",
-        answer.body
-    );
-    answer
+/// Requests to one node, each with the status it must be answered with.
+struct Node<'a> {
+    cluster: &'a Cluster,
+    id: u64,
 }
 
-/// An error answer: Kafka Connect's body, with a message starting with `message`.
-fn expect_error(
-    cluster: &Cluster,
-    node: u64,
-    method: &str,
-    path: &str,
-    body: Body<'_>,
-    status: u16,
-    message: &str,
-) {
-    let answer = expect(cluster, node, method, path, body, status);
-    assert_eq!(
-        answer.body["error_code"],
-        json!(status),
-        "{:?}",
-        answer.body
-    );
-    let text = answer.body["message"].as_str().unwrap_or_default();
-    assert!(
-        text.starts_with(message),
-        "{method} {path}: {text:?} does not start with {message:?}"
-    );
+impl Node<'_> {
+    fn call(&self, method: &str, path: &str, body: Body<'_>, status: u16) -> Answer {
+        let answer = self
+            .cluster
+            .rest(self.id, method, path, body)
+            .unwrap_or_else(|| panic!("node {} did not answer {method} {path}", self.id));
+        assert_eq!(
+            answer.status, status,
+            "{method} {path} on node {}: {:?}",
+            self.id, answer.body
+        );
+        answer
+    }
+
+    /// A GET answered 200: its body.
+    fn get(&self, path: &str) -> Value {
+        self.call("GET", path, Body::None, 200).body
+    }
+
+    /// A request with a JSON body answered `status`: its body.
+    fn send(&self, method: &str, path: &str, body: &Value, status: u16) -> Value {
+        self.call(method, path, Body::Json(body), status).body
+    }
+
+    /// An error answer: Kafka Connect's body, its message starting with `message`.
+    fn error(&self, method: &str, path: &str, body: Body<'_>, status: u16, message: &str) {
+        let answer = self.call(method, path, body, status);
+        assert_eq!(
+            answer.body["error_code"],
+            json!(status),
+            "{:?}",
+            answer.body
+        );
+        let text = answer.body["message"].as_str().unwrap_or_default();
+        assert!(
+            text.starts_with(message),
+            "{method} {path}: {text:?} does not start with {message:?}"
+        );
+    }
+
+    /// Wait until connector `name`'s status satisfies `ok`.
+    fn wait_status(&self, name: &str, what: &str, ok: impl Fn(&Value) -> bool) -> Value {
+        wait_for(what, FLOW, || {
+            let status = self.get(&format!("/connectors/{name}/status"));
+            ok(&status).then_some(status)
+        })
+    }
 }
 
 fn sink_config(file: &str) -> Value {
@@ -65,14 +76,27 @@ fn sink_config(file: &str) -> Value {
     })
 }
 
+fn tasks_all(status: &Value, ok: impl Fn(&Value) -> bool) -> bool {
+    status["tasks"]
+        .as_array()
+        .is_some_and(|t| !t.is_empty() && t.iter().all(ok))
+}
+
 #[test]
 fn kafka_connect_s_rest_api_on_every_node() {
     let kafka = Kafka::start(&[("rest-lines", 2)]);
     let (cluster, leader) = started(3, &kafka, Settings::default());
-    let follower = (1..=3).find(|id| *id != leader).expect("a follower");
+    let f = Node {
+        cluster: &cluster,
+        id: (1..=3).find(|id| *id != leader).expect("a follower"),
+    };
+    let l = Node {
+        cluster: &cluster,
+        id: leader,
+    };
 
-    // The root and health.
-    let root = expect(&cluster, follower, "GET", "/", Body::None, 200).body;
+    // The root, health and plugins.
+    let root = f.get("/");
     assert!(
         root["version"].is_string() && root["commit"].is_string(),
         "{root}"
@@ -84,38 +108,28 @@ fn kafka_connect_s_rest_api_on_every_node() {
         "the brokers' cluster id: {root}"
     );
     for id in 1..=3 {
-        let health = expect(&cluster, id, "GET", "/health", Body::None, 200).body;
+        let health = Node {
+            cluster: &cluster,
+            id,
+        }
+        .get("/health");
         assert_eq!(health["status"], "healthy", "{health}");
     }
+    assert_eq!(f.get("/connectors"), json!([]));
+    let plugins = f.get("/connector-plugins");
+    let sink_plugin = plugins.as_array().and_then(|p| {
+        p.iter()
+            .find(|p| p["class"] == "org.apache.kafka.connect.file.FileStreamSinkConnector")
+    });
     assert_eq!(
-        expect(&cluster, follower, "GET", "/connectors", Body::None, 200).body,
-        json!([])
-    );
-    let plugins = expect(
-        &cluster,
-        follower,
-        "GET",
-        "/connector-plugins",
-        Body::None,
-        200,
-    )
-    .body;
-    assert!(
-        plugins.as_array().is_some_and(|p| p.iter().any(|p| p
-            == &json!({"class": "org.apache.kafka.connect.file.FileStreamSinkConnector", "type": "sink", "version": p["version"]}))),
+        sink_plugin.map(|p| &p["type"]),
+        Some(&json!("sink")),
         "{plugins}"
     );
 
     // Create through a follower: 201, where it is, and Kafka Connect's ConnectorInfo.
     let create = json!({"name": " sink ", "config": sink_config("rest.out")});
-    let created = expect(
-        &cluster,
-        follower,
-        "POST",
-        "/connectors",
-        Body::Json(&create),
-        201,
-    );
+    let created = f.call("POST", "/connectors", Body::Json(&create), 201);
     assert!(
         created
             .header("location")
@@ -132,37 +146,20 @@ fn kafka_connect_s_rest_api_on_every_node() {
     );
 
     // The errors of a create, as Kafka Connect answers them.
-    expect_error(
-        &cluster,
-        follower,
+    let body = Body::Json(&create);
+    f.error(
         "POST",
         "/connectors",
-        Body::Json(&create),
+        body,
         409,
         "Connector sink already exists",
     );
-    expect_error(
-        &cluster,
-        leader,
-        "POST",
-        "/connectors",
-        Body::Raw("application/json", "{\"name\": "),
-        500,
-        "",
-    );
-    expect_error(
-        &cluster,
-        leader,
-        "POST",
-        "/connectors",
-        Body::Raw("text/plain", "{}"),
-        415,
-        "HTTP 415",
-    );
+    let truncated = Body::Raw("application/json", "{\"name\": ");
+    l.error("POST", "/connectors", truncated, 500, "");
+    let text = Body::Raw("text/plain", "{}");
+    l.error("POST", "/connectors", text, 415, "HTTP 415");
     let unknown_class = json!({"name": "x", "config": {"connector.class": "NoSuchConnector"}});
-    expect_error(
-        &cluster,
-        follower,
+    f.error(
         "POST",
         "/connectors",
         Body::Json(&unknown_class),
@@ -170,30 +167,21 @@ fn kafka_connect_s_rest_api_on_every_node() {
         "Failed to find any class that implements Connector and which name matches NoSuchConnector",
     );
     let no_class = json!({"name": "x", "config": {"topics": "t"}});
-    expect_error(
-        &cluster,
-        follower,
-        "POST",
-        "/connectors",
-        Body::Json(&no_class),
-        400,
-        "Connector config {",
-    );
+    let body = Body::Json(&no_class);
+    f.error("POST", "/connectors", body, 400, "Connector config {");
     let mismatch =
         json!({"name": "x", "config": {"name": "y", "connector.class": "FileStreamSink"}});
-    expect_error(
-        &cluster,
-        follower,
+    f.error(
         "POST",
         "/connectors",
         Body::Json(&mismatch),
         400,
         "Connector name configuration (y) doesn't match connector name in the URL (x)",
     );
-    let invalid = json!({"name": "x", "config": {"connector.class": "FileStreamSink", "topics": "t", "file": "x.out", "tasks.max": "many"}});
-    expect_error(
-        &cluster,
-        follower,
+    let invalid = json!({"name": "x", "config": {
+        "connector.class": "FileStreamSink", "topics": "t", "file": "x.out", "tasks.max": "many"
+    }});
+    f.error(
         "POST",
         "/connectors",
         Body::Json(&invalid),
@@ -201,29 +189,18 @@ fn kafka_connect_s_rest_api_on_every_node() {
         "Connector configuration is invalid and contains the following 1 error(s):\n",
     );
 
-    // Reads of it, from any node.
-    let info = expect(&cluster, leader, "GET", "/connectors/sink", Body::None, 200).body;
-    assert_eq!(info["name"], "sink");
-    expect_error(
-        &cluster,
-        follower,
+    // Reads of it, from any node; workers named by their REST address, as Kafka Connect
+    // names them.
+    assert_eq!(l.get("/connectors/sink")["name"], "sink");
+    let none = Body::None;
+    f.error(
         "GET",
         "/connectors/nope",
-        Body::None,
+        none,
         404,
         "Connector nope not found",
     );
-    let config = expect(
-        &cluster,
-        follower,
-        "GET",
-        "/connectors/sink/config",
-        Body::None,
-        200,
-    )
-    .body;
-    assert_eq!(config, want);
-    // Workers are named by their REST address, as Kafka Connect names them.
+    assert_eq!(f.get("/connectors/sink/config"), want);
     let rest_addrs: Vec<String> = cluster
         .nodes
         .values()
@@ -234,120 +211,45 @@ fn kafka_connect_s_rest_api_on_every_node() {
             .as_str()
             .is_some_and(|w| rest_addrs.iter().any(|r| r == w))
     };
-    let status = wait_for(
-        "the sink's tasks RUNNING, on workers named by REST address",
-        FLOW,
-        || {
-            let status = expect(
-                &cluster,
-                follower,
-                "GET",
-                "/connectors/sink/status",
-                Body::None,
-                200,
-            )
-            .body;
-            let tasks = status["tasks"].as_array().cloned().unwrap_or_default();
-            (tasks.len() == 2
-                && tasks.iter().all(|t| t["state"] == "RUNNING" && named(t))
-                && named(&status["connector"]))
-            .then_some(status)
-        },
+    let status = f.wait_status("sink", "RUNNING on workers named by REST address", |s| {
+        s["tasks"].as_array().is_some_and(|t| t.len() == 2)
+            && tasks_all(s, |t| t["state"] == "RUNNING" && named(t))
+            && named(&s["connector"])
+    });
+    assert_eq!(
+        (&status["name"], &status["type"]),
+        (&json!("sink"), &json!("sink"))
     );
-    assert_eq!(status["name"], "sink");
-    assert_eq!(status["type"], "sink");
     assert_eq!(status["connector"]["state"], "RUNNING", "{status}");
     assert!(
         status["connector"].get("trace").is_none(),
         "no empty trace: {status}"
     );
     assert_eq!(status["tasks"][1]["id"], 1);
-    expect_error(
-        &cluster,
-        follower,
-        "GET",
-        "/connectors/nope/status",
-        Body::None,
-        404,
-        "No status found for connector nope",
-    );
-    let tasks = expect(
-        &cluster,
-        follower,
-        "GET",
-        "/connectors/sink/tasks",
-        Body::None,
-        200,
-    )
-    .body;
+    let missing = "No status found for connector nope";
+    f.error("GET", "/connectors/nope/status", none, 404, missing);
+    let tasks = f.get("/connectors/sink/tasks");
     assert_eq!(
         tasks[1]["id"],
         json!({"connector": "sink", "task": 1}),
         "{tasks}"
     );
     assert_eq!(tasks[0]["config"]["file"], "rest.out", "{tasks}");
-    let by_id = expect(
-        &cluster,
-        follower,
-        "GET",
-        "/connectors/sink/tasks-config",
-        Body::None,
-        200,
-    )
-    .body;
+    let by_id = f.get("/connectors/sink/tasks-config");
     assert_eq!(by_id["sink-1"], tasks[1]["config"], "{by_id}");
-    let task = expect(
-        &cluster,
-        follower,
-        "GET",
-        "/connectors/sink/tasks/1/status",
-        Body::None,
-        200,
-    )
-    .body;
-    assert_eq!(task["id"], 1);
-    assert_eq!(task["state"], "RUNNING");
-    expect_error(
-        &cluster,
-        follower,
-        "GET",
-        "/connectors/sink/tasks/7/status",
-        Body::None,
-        404,
-        "No status found for task sink-7",
-    );
-    expect_error(
-        &cluster,
-        follower,
-        "GET",
-        "/connectors/sink/tasks/x/status",
-        Body::None,
-        404,
-        "HTTP 404 Not Found",
-    );
-    let expanded = expect(
-        &cluster,
-        follower,
-        "GET",
-        "/connectors?expand=status&expand=info",
-        Body::None,
-        200,
-    )
-    .body;
-    assert_eq!(expanded["sink"]["info"]["name"], "sink", "{expanded}");
+    let task = f.get("/connectors/sink/tasks/1/status");
     assert_eq!(
-        expanded["sink"]["status"]["connector"]["state"], "RUNNING",
-        "{expanded}"
+        (&task["id"], &task["state"]),
+        (&json!(1), &json!("RUNNING"))
     );
-    let only_unknown = expect(
-        &cluster,
-        follower,
-        "GET",
-        "/connectors?expand=status,info",
-        Body::None,
-        200,
-    )
-    .body;
+    let missing = "No status found for task sink-7";
+    f.error("GET", "/connectors/sink/tasks/7/status", none, 404, missing);
+    let not_a_task = "/connectors/sink/tasks/x/status";
+    f.error("GET", not_a_task, none, 404, "HTTP 404 Not Found");
+    let expanded = f.get("/connectors?expand=status&expand=info");
+    assert_eq!(expanded["sink"]["info"]["name"], "sink", "{expanded}");
+    assert_eq!(expanded["sink"]["status"]["connector"]["state"], "RUNNING");
+    let only_unknown = f.get("/connectors?expand=status,info");
     assert_eq!(
         only_unknown,
         json!({"sink": {}}),
@@ -357,327 +259,117 @@ fn kafka_connect_s_rest_api_on_every_node() {
     // Config changes: PUT replaces (200, or 201 when it creates), PATCH merges.
     let mut replaced = sink_config("rest.out");
     replaced["tasks.max"] = json!(1);
-    let put = expect(
-        &cluster,
-        follower,
-        "PUT",
-        "/connectors/sink/config",
-        Body::Json(&replaced),
-        200,
-    )
-    .body;
+    let put = f.send("PUT", "/connectors/sink/config", &replaced, 200);
     assert_eq!(
         put["config"]["tasks.max"], "1",
         "a number becomes a string: {put}"
     );
-    let other = expect(
-        &cluster,
-        follower,
-        "PUT",
-        "/connectors/other/config",
-        Body::Json(&sink_config("other.out")),
-        201,
-    );
+    let other = sink_config("other.out");
+    let other = f.call("PUT", "/connectors/other/config", Body::Json(&other), 201);
     assert!(other
         .header("location")
         .is_some_and(|l| l.ends_with("/connectors/other")));
     let patch = json!({"tasks.max": "2", "file": "patched.out"});
-    let patched = expect(
-        &cluster,
-        follower,
-        "PATCH",
-        "/connectors/other/config",
-        Body::Json(&patch),
-        200,
-    )
-    .body;
+    let patched = f.send("PATCH", "/connectors/other/config", &patch, 200);
     assert_eq!(patched["config"]["file"], "patched.out", "{patched}");
-    expect_error(
-        &cluster,
-        follower,
+    let body = Body::Json(&patch);
+    f.error(
         "PATCH",
         "/connectors/nope/config",
-        Body::Json(&patch),
+        body,
         404,
         "Connector nope not found",
     );
-    expect_error(
-        &cluster,
-        follower,
-        "PUT",
-        "/connectors/sink/config",
-        Body::Json(&json!({"name": "else"})),
-        400,
-        "Connector name configuration (else)",
-    );
+    let renamed = json!({"name": "else"});
+    let body = Body::Json(&renamed);
+    let mismatch = "Connector name configuration (else)";
+    f.error("PUT", "/connectors/sink/config", body, 400, mismatch);
 
     // Pause, resume, restart.
-    expect(
-        &cluster,
-        follower,
-        "PUT",
-        "/connectors/other/pause",
-        Body::None,
-        202,
-    );
-    wait_for("the connector PAUSED", FLOW, || {
-        let s = expect(
-            &cluster,
-            follower,
-            "GET",
-            "/connectors/other/status",
-            Body::None,
-            200,
-        )
-        .body;
-        (s["connector"]["state"] == "PAUSED").then_some(())
+    f.call("PUT", "/connectors/other/pause", none, 202);
+    f.wait_status("other", "the connector PAUSED", |s| {
+        s["connector"]["state"] == "PAUSED"
     });
-    expect(
-        &cluster,
-        follower,
-        "PUT",
-        "/connectors/other/resume",
-        Body::None,
-        202,
-    );
-    expect_error(
-        &cluster,
-        follower,
+    f.call("PUT", "/connectors/other/resume", none, 202);
+    f.error(
         "PUT",
         "/connectors/nope/pause",
-        Body::None,
+        none,
         404,
         "Unknown connector nope",
     );
-    expect(
-        &cluster,
-        follower,
-        "POST",
-        "/connectors/other/restart",
-        Body::None,
-        204,
-    );
-    wait_for("the connector RUNNING again", FLOW, || {
-        let s = expect(
-            &cluster,
-            follower,
-            "GET",
-            "/connectors/other/status",
-            Body::None,
-            200,
-        )
-        .body;
-        (s["connector"]["state"] == "RUNNING"
-            && s["tasks"]
-                .as_array()
-                .is_some_and(|t| !t.is_empty() && t.iter().all(|t| t["state"] == "RUNNING")))
-        .then_some(())
+    f.call("POST", "/connectors/other/restart", none, 204);
+    f.wait_status("other", "the connector RUNNING again", |s| {
+        s["connector"]["state"] == "RUNNING" && tasks_all(s, |t| t["state"] == "RUNNING")
     });
-    let plan = expect(
-        &cluster,
-        follower,
-        "POST",
-        "/connectors/other/restart?includeTasks=true",
-        Body::None,
-        202,
-    )
-    .body;
+    let all = "/connectors/other/restart?includeTasks=true";
+    let plan = f.call("POST", all, none, 202).body;
     assert_eq!(plan["connector"]["state"], "RESTARTING", "{plan}");
-    assert!(
-        plan["tasks"]
-            .as_array()
-            .is_some_and(|t| t.iter().all(|t| t["state"] == "RESTARTING")),
-        "{plan}"
-    );
-    let plan = expect(
-        &cluster,
-        follower,
-        "POST",
-        "/connectors/other/restart?includeTasks=true&onlyFailed=true",
-        Body::None,
-        202,
-    )
-    .body;
+    assert!(tasks_all(&plan, |t| t["state"] == "RESTARTING"), "{plan}");
+    let failed = "/connectors/other/restart?includeTasks=true&onlyFailed=true";
+    let plan = f.call("POST", failed, none, 202).body;
     assert_ne!(
         plan["connector"]["state"], "RESTARTING",
         "nothing failed: {plan}"
     );
-    expect_error(
-        &cluster,
-        follower,
-        "POST",
-        "/connectors/nope/restart",
-        Body::None,
-        404,
-        "Unknown connector: nope",
-    );
-    expect(
-        &cluster,
-        follower,
-        "POST",
-        "/connectors/sink/tasks/0/restart",
-        Body::None,
-        204,
-    );
-    expect_error(
-        &cluster,
-        follower,
+    let unknown = "Unknown connector: nope";
+    f.error("POST", "/connectors/nope/restart", none, 404, unknown);
+    f.call("POST", "/connectors/sink/tasks/0/restart", none, 204);
+    let unknown = "Unknown task: sink-9";
+    f.error(
         "POST",
         "/connectors/sink/tasks/9/restart",
-        Body::None,
+        none,
         404,
-        "Unknown task: sink-9",
+        unknown,
     );
 
     // Offsets (KIP-875): read any time, changed only while STOPPED.
-    let offsets = expect(
-        &cluster,
-        follower,
-        "GET",
-        "/connectors/sink/offsets",
-        Body::None,
-        200,
-    )
-    .body;
-    assert!(offsets["offsets"].is_array(), "{offsets}");
-    let alter = json!({"offsets": [{"partition": {"kafka_topic": "rest-lines", "kafka_partition": 0}, "offset": {"kafka_offset": 5}}]});
-    expect_error(
-        &cluster,
-        follower,
-        "PATCH",
-        "/connectors/sink/offsets",
-        Body::Json(&alter),
-        400,
-        "Connectors must be in the STOPPED state",
-    );
-    expect_error(
-        &cluster,
-        follower,
-        "PATCH",
-        "/connectors/nope/offsets",
-        Body::Json(&json!({"offsets": []})),
-        400,
-        "Partitions / offsets need to be provided",
-    );
-    expect(
-        &cluster,
-        follower,
-        "PUT",
-        "/connectors/sink/stop",
-        Body::None,
-        204,
-    );
-    wait_for("the sink STOPPED", FLOW, || {
-        let s = expect(
-            &cluster,
-            follower,
-            "GET",
-            "/connectors/sink/status",
-            Body::None,
-            200,
-        )
-        .body;
-        (s["connector"]["state"] == "STOPPED").then_some(())
+    assert!(f.get("/connectors/sink/offsets")["offsets"].is_array());
+    let alter = json!({"offsets": [{
+        "partition": {"kafka_topic": "rest-lines", "kafka_partition": 0},
+        "offset": {"kafka_offset": 5}
+    }]});
+    let body = Body::Json(&alter);
+    let running = "Connectors must be in the STOPPED state";
+    f.error("PATCH", "/connectors/sink/offsets", body, 400, running);
+    let empty = json!({"offsets": []});
+    let body = Body::Json(&empty);
+    let needed = "Partitions / offsets need to be provided";
+    f.error("PATCH", "/connectors/nope/offsets", body, 400, needed);
+    f.call("PUT", "/connectors/sink/stop", none, 204);
+    f.wait_status("sink", "the sink STOPPED", |s| {
+        s["connector"]["state"] == "STOPPED"
     });
-    let altered = expect(
-        &cluster,
-        follower,
-        "PATCH",
-        "/connectors/sink/offsets",
-        Body::Json(&alter),
-        200,
-    )
-    .body;
-    assert_eq!(
-        altered,
-        json!({"message": "The offsets for this connector have been altered successfully"})
-    );
-    let offsets = expect(
-        &cluster,
-        leader,
-        "GET",
-        "/connectors/sink/offsets",
-        Body::None,
-        200,
-    )
-    .body;
+    let altered = f.send("PATCH", "/connectors/sink/offsets", &alter, 200);
+    let message = "The offsets for this connector have been altered successfully";
+    assert_eq!(altered, json!({ "message": message }));
+    let offsets = l.get("/connectors/sink/offsets");
     assert!(
         offsets["offsets"]
             .as_array()
             .is_some_and(|all| all.contains(&alter["offsets"][0])),
         "{offsets}"
     );
-    let reset = expect(
-        &cluster,
-        follower,
-        "DELETE",
-        "/connectors/sink/offsets",
-        Body::None,
-        200,
-    )
-    .body;
-    assert_eq!(
-        reset,
-        json!({"message": "The offsets for this connector have been reset successfully"})
-    );
-    expect_error(
-        &cluster,
-        follower,
-        "DELETE",
-        "/connectors/nope/offsets",
-        Body::None,
-        404,
-        "Connector nope not found",
-    );
+    let reset = f.call("DELETE", "/connectors/sink/offsets", none, 200).body;
+    let message = "The offsets for this connector have been reset successfully";
+    assert_eq!(reset, json!({ "message": message }));
+    let missing = "Connector nope not found";
+    f.error("DELETE", "/connectors/nope/offsets", none, 404, missing);
 
     // Delete; unknown routes and methods.
-    expect(
-        &cluster,
-        follower,
-        "DELETE",
-        "/connectors/sink",
-        Body::None,
-        204,
-    );
-    expect_error(
-        &cluster,
-        follower,
-        "DELETE",
-        "/connectors/sink",
-        Body::None,
-        404,
-        "Connector sink not found",
-    );
-    expect_error(
-        &cluster,
-        follower,
-        "GET",
-        "/connectors/sink",
-        Body::None,
-        404,
-        "Connector sink not found",
-    );
-    expect_error(
-        &cluster,
-        follower,
-        "GET",
-        "/no/such/path",
-        Body::None,
-        404,
-        "HTTP 404 Not Found",
-    );
-    expect_error(
-        &cluster,
-        follower,
+    f.call("DELETE", "/connectors/sink", none, 204);
+    let missing = "Connector sink not found";
+    f.error("DELETE", "/connectors/sink", none, 404, missing);
+    f.error("GET", "/connectors/sink", none, 404, missing);
+    f.error("GET", "/no/such/path", none, 404, "HTTP 404 Not Found");
+    f.error(
         "DELETE",
         "/connectors",
-        Body::None,
+        none,
         405,
         "HTTP 405 Method Not Allowed",
     );
-    assert_eq!(
-        expect(&cluster, leader, "GET", "/connectors", Body::None, 200).body,
-        json!(["other"])
-    );
+    assert_eq!(l.get("/connectors"), json!(["other"]));
     say("REST: every request answered as Kafka Connect answers it, through followers and the leader");
 }

@@ -59,6 +59,39 @@ fn unknown_colon(name: &str) -> impl FnOnce() -> String + '_ {
     move || format!("Unknown connector: {name}")
 }
 
+/// A linearizable read about connector `name`: `f`'s answer, or Kafka Connect's 404 "Connector
+/// <name> not found" when `f` finds nothing.
+async fn about<T>(
+    rest: &Rest,
+    name: &str,
+    f: impl FnOnce(&ferry_meta::ClusterState) -> Option<T>,
+) -> RestResult<T> {
+    about_or(rest, name, Asked::Read, not_found(name), f).await
+}
+
+/// [`about`], with this endpoint's 404 message and kind of request.
+async fn about_or<T>(
+    rest: &Rest,
+    name: &str,
+    asked: Asked,
+    missing: impl FnOnce() -> String,
+    f: impl FnOnce(&ferry_meta::ClusterState) -> Option<T>,
+) -> RestResult<T> {
+    rest.core
+        .read_connector(name, f)
+        .await
+        .map_err(|e| RestError::from_core(e, asked, missing))
+}
+
+/// A connector's status as the REST API shows it.
+fn state_of(rest: &Rest, s: &ferry_meta::ClusterState, name: &str) -> Option<ConnectorState> {
+    let kind = s
+        .connectors
+        .get(name)
+        .and_then(|c| rest.core.kind_of(&c.config));
+    ConnectorState::of(s, name, kind)
+}
+
 /// A query parameter as Jersey reads a boolean: `true` in any case, anything else false.
 fn flag(query: &[(String, String)], name: &str) -> bool {
     query
@@ -90,7 +123,7 @@ async fn list(
                 for what in &expand {
                     match *what {
                         "status" => {
-                            if let Some(status) = ConnectorState::of(s, name, kind) {
+                            if let Some(status) = state_of(&rest, s, name) {
                                 one.insert("status".into(), serde_json::to_value(status)?);
                             }
                         }
@@ -254,14 +287,11 @@ async fn info(
     State(rest): State<Rest>,
     Path(name): Path<String>,
 ) -> RestResult<Json<ConnectorInfo>> {
-    let core = &rest.core;
-    let info = core
-        .read_connector(&name, |s| {
-            let c = s.connectors.get(&name)?;
-            Some(ConnectorInfo::of(&name, c, core.kind_of(&c.config)))
-        })
-        .await
-        .map_err(|e| RestError::from_core(e, Asked::Read, not_found(&name)))?;
+    let info = about(&rest, &name, |s| {
+        let c = s.connectors.get(&name)?;
+        Some(ConnectorInfo::of(&name, c, rest.core.kind_of(&c.config)))
+    })
+    .await?;
     Ok(Json(info))
 }
 
@@ -292,13 +322,10 @@ async fn config(
     State(rest): State<Rest>,
     Path(name): Path<String>,
 ) -> RestResult<Json<BTreeMap<String, String>>> {
-    let config = rest
-        .core
-        .read_connector(&name, |s| {
-            s.connectors.get(&name).map(|c| c.config.redacted())
-        })
-        .await
-        .map_err(|e| RestError::from_core(e, Asked::Read, not_found(&name)))?;
+    let config = about(&rest, &name, |s| {
+        s.connectors.get(&name).map(|c| c.config.redacted())
+    })
+    .await?;
     Ok(Json(config))
 }
 
@@ -323,15 +350,12 @@ async fn patch_config(
 ) -> RestResult<Response> {
     let body = json_body(&headers, &body)?;
     let patch = config_map(&body)?;
-    let (mut config, version) = rest
-        .core
-        .read_connector(&name, |s| {
-            s.connectors
-                .get(&name)
-                .map(|c| (c.config.0.clone(), c.version))
-        })
-        .await
-        .map_err(|e| RestError::from_core(e, Asked::Read, not_found(&name)))?;
+    let (mut config, version) = about(&rest, &name, |s| {
+        s.connectors
+            .get(&name)
+            .map(|c| (c.config.0.clone(), c.version))
+    })
+    .await?;
     for (k, v) in patch {
         match v {
             Some(v) => config.insert(k, v),
@@ -346,21 +370,11 @@ async fn status(
     State(rest): State<Rest>,
     Path(name): Path<String>,
 ) -> RestResult<Json<ConnectorState>> {
-    let core = &rest.core;
-    let status = core
-        .read_connector(&name, |s| {
-            let kind = s
-                .connectors
-                .get(&name)
-                .and_then(|c| core.kind_of(&c.config));
-            ConnectorState::of(s, &name, kind)
-        })
-        .await
-        .map_err(|e| {
-            RestError::from_core(e, Asked::Read, || {
-                format!("No status found for connector {name}")
-            })
-        })?;
+    let missing = || format!("No status found for connector {name}");
+    let status = about_or(&rest, &name, Asked::Read, missing, |s| {
+        state_of(&rest, s, &name)
+    })
+    .await?;
     Ok(Json(status))
 }
 
@@ -373,18 +387,12 @@ async fn restart(
 ) -> RestResult<Response> {
     let include_tasks = flag(&query, "includeTasks");
     let only_failed = flag(&query, "onlyFailed");
-    let core = &rest.core;
-    let before = core
-        .read_connector(&name, |s| {
-            let kind = s
-                .connectors
-                .get(&name)
-                .and_then(|c| core.kind_of(&c.config));
-            ConnectorState::of(s, &name, kind)
-        })
-        .await
-        .map_err(|e| RestError::from_core(e, Asked::Write, unknown_colon(&name)))?;
-    core.restart(&name, include_tasks, only_failed, "")
+    let before = about_or(&rest, &name, Asked::Write, unknown_colon(&name), |s| {
+        state_of(&rest, s, &name)
+    })
+    .await?;
+    rest.core
+        .restart(&name, include_tasks, only_failed, "")
         .await
         .map_err(|e| RestError::from_core(e, Asked::Write, unknown_colon(&name)))?;
     if !include_tasks && !only_failed {
@@ -430,21 +438,13 @@ async fn stop(State(rest): State<Rest>, Path(name): Path<String>) -> RestResult<
 }
 
 async fn tasks(State(rest): State<Rest>, Path(name): Path<String>) -> RestResult<Response> {
-    let tasks = rest
-        .core
-        .read_connector(&name, |s| super::entities::tasks(s, &name))
-        .await
-        .map_err(|e| RestError::from_core(e, Asked::Read, not_found(&name)))?;
+    let tasks = about(&rest, &name, |s| super::entities::tasks(s, &name)).await?;
     Ok(Json(tasks).into_response())
 }
 
 /// Deprecated in Kafka Connect (KIP-970), still served: `{"name-0": {…}, …}`.
 async fn tasks_config(State(rest): State<Rest>, Path(name): Path<String>) -> RestResult<Response> {
-    let tasks = rest
-        .core
-        .read_connector(&name, |s| super::entities::tasks(s, &name))
-        .await
-        .map_err(|e| RestError::from_core(e, Asked::Read, not_found(&name)))?;
+    let tasks = about(&rest, &name, |s| super::entities::tasks(s, &name)).await?;
     let by_id: serde_json::Map<String, Value> = tasks
         .into_iter()
         .map(|t| {
@@ -466,20 +466,14 @@ async fn task_status(
     Path((name, task)): Path<(String, String)>,
 ) -> RestResult<Json<UnitState>> {
     let id = task_id(&task)?;
-    let core = &rest.core;
     let missing = || format!("No status found for task {name}-{id}");
-    let status = core
-        .read(|s| {
-            let kind = s
-                .connectors
-                .get(&name)
-                .and_then(|c| core.kind_of(&c.config));
-            ConnectorState::of(s, &name, kind)
-                .and_then(|c| c.tasks.into_iter().find(|t| t.id == Some(id)))
-        })
-        .await
-        .map_err(|e| RestError::from_core(e, Asked::Read, missing))?
-        .ok_or_else(|| RestError::not_found(missing()))?;
+    let status = about_or(&rest, &name, Asked::Read, missing, |s| {
+        state_of(&rest, s, &name)?
+            .tasks
+            .into_iter()
+            .find(|t| t.id == Some(id))
+    })
+    .await?;
     Ok(Json(status))
 }
 
@@ -496,15 +490,12 @@ async fn restart_task(
 }
 
 async fn offsets(State(rest): State<Rest>, Path(name): Path<String>) -> RestResult<Json<Offsets>> {
-    let offsets = rest
-        .core
-        .read_connector(&name, |s| {
-            s.connectors
-                .contains_key(&name)
-                .then(|| Offsets::of(s, &name))
-        })
-        .await
-        .map_err(|e| RestError::from_core(e, Asked::Read, not_found(&name)))?;
+    let offsets = about(&rest, &name, |s| {
+        s.connectors
+            .contains_key(&name)
+            .then(|| Offsets::of(s, &name))
+    })
+    .await?;
     Ok(Json(offsets))
 }
 
