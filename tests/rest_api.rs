@@ -357,6 +357,42 @@ fn kafka_connect_s_rest_api_on_every_node() {
     let missing = "Connector nope not found";
     f.error("DELETE", "/connectors/nope/offsets", none, 404, missing);
 
+    // KIP-980: created STOPPED, it never runs, and its offsets can be set at once.
+    let stopped =
+        json!({"name": "later", "config": sink_config("later.out"), "initial_state": "stopped"});
+    let created = f.send("POST", "/connectors", &stopped, 201);
+    assert_eq!(created["tasks"], json!([]), "{created}");
+    f.wait_status("later", "created STOPPED", |s| {
+        s["connector"]["state"] == "STOPPED"
+    });
+    assert_eq!(
+        f.get("/connectors/later/tasks"),
+        json!([]),
+        "a STOPPED connector has no tasks"
+    );
+    let altered = f.send("PATCH", "/connectors/later/offsets", &alter, 200);
+    assert_eq!(
+        altered["message"],
+        "The offsets for this connector have been altered successfully"
+    );
+    let bogus =
+        json!({"name": "bogus", "config": sink_config("b.out"), "initial_state": "SLEEPING"});
+    f.error(
+        "POST",
+        "/connectors",
+        Body::Json(&bogus),
+        500,
+        "Cannot deserialize value",
+    );
+    f.error(
+        "GET",
+        "/connectors/bogus",
+        none,
+        404,
+        "Connector bogus not found",
+    );
+    f.call("DELETE", "/connectors/later", none, 204);
+
     // Delete; unknown routes and methods.
     f.call("DELETE", "/connectors/sink", none, 204);
     let missing = "Connector sink not found";

@@ -96,6 +96,7 @@ mod tests {
                 config: [("topics", "t")].into_iter().collect::<ConfigMap>(),
                 create: true,
                 expected_version: None,
+                initial: None,
             })
         };
         assert!(old

@@ -19,11 +19,14 @@ use std::sync::atomic::{AtomicU32, Ordering};
 /// with what they share kept once (`PutTaskConfigs.shared`, `Connector.task_shared`); 4, units
 /// moved by revoking them first (`Revoke`, `Release`, `Assignment.revoked`); 5, offsets changed
 /// through the offsets API marked as winning over a sink's own (`supersede`,
-/// `Offsets.altered_at`); 6, workers' REST addresses (`FerryNode.rest_url` in `PutWorker`).
+/// `Offsets.altered_at`); 6, what Kafka Connect's REST API needs: workers' REST addresses
+/// (`FerryNode.rest_url` in `PutWorker`) and connectors created in a target state
+/// (`PutConnector.initial`, KIP-980).
 pub const FORMAT_VERSION: u32 = 6;
 
-/// The format from which a worker's record carries its REST address.
-pub const WORKER_REST: u32 = 6;
+/// The format from which a worker's record carries its REST address and a connector may be
+/// created in a target state.
+pub const REST_API: u32 = 6;
 
 /// The format from which offsets changed through the offsets API are marked as winning over a
 /// sink's own (`supersede`); below it they are changed as before.

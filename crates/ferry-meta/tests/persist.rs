@@ -44,6 +44,7 @@ async fn a_snapshot_restores_state_and_last_applied_together() {
             config: [("topics", "t")].into_iter().collect::<ConfigMap>(),
             create: true,
             expected_version: None,
+            initial: None,
         },
     );
     let before: AppliedState = {

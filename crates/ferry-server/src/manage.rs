@@ -20,8 +20,9 @@ use tracing::{debug, info};
 use crate::error::{ApiError, ApiResult};
 use crate::limits::Limits;
 
-/// How long remove-node waits for the scheduler to move a node's tasks away.
-const TASKS_MOVE_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long remove-node waits for the scheduler to move a node's tasks away: less than the
+/// CLI's call timeout (30 s), so that the CLI shows why it failed.
+const TASKS_MOVE_TIMEOUT: Duration = Duration::from_secs(25);
 
 /// The management core of one node.
 #[derive(Clone)]
@@ -49,6 +50,17 @@ pub struct StoredConnector {
     pub kind: Option<PluginKind>,
     pub created: bool,
     pub warnings: Vec<String>,
+}
+
+/// How a config is written.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Put {
+    /// The connector must not exist yet.
+    pub create: bool,
+    /// Compare-and-set: only if the stored version is this.
+    pub expected_version: Option<u64>,
+    /// The target state a connector this creates starts in (KIP-980); `None`: running.
+    pub initial: Option<TargetState>,
 }
 
 /// A request id as given, or a new one: a write always carries one.
@@ -187,15 +199,20 @@ impl Core {
     }
 
     /// Store a connector's config (a create, or an update of the version `expected_version`
-    /// if given) if it validates; if it does not, nothing is written.
+    /// if given) if it validates; if it does not, nothing is written. A connector this creates
+    /// starts in `initial` (running if `None`).
     pub async fn put(
         &self,
         name: &str,
         config: BTreeMap<String, String>,
-        create: bool,
-        expected_version: Option<u64>,
+        write: Put,
         id: &str,
     ) -> ApiResult<Stored> {
+        let Put {
+            create,
+            expected_version,
+            initial,
+        } = write;
         let name = name.trim();
         self.limits
             .check_name(name)
@@ -227,6 +244,7 @@ impl Core {
                     config: config.clone(),
                     create,
                     expected_version,
+                    initial,
                 },
             )
             .await?;
@@ -340,13 +358,11 @@ impl Core {
         })
     }
 
-    /// Whether offsets changed through the offsets API are marked as winning over a sink's
-    /// own: once the cluster's feature level allows it (a new cluster raises its level within
-    /// its first heartbeats; until then, and in a cluster being upgraded, they are changed as
-    /// before).
-    async fn superseding_offsets(&self) -> ApiResult<bool> {
-        self.read(|s| s.feature_level() >= ferry_meta::format::SUPERSEDING_OFFSETS)
-            .await
+    /// Whether the cluster's feature level allows commands of `format` (a new cluster raises
+    /// its level within its first heartbeats; until then, and in a cluster being upgraded,
+    /// things are written as before).
+    async fn at_level(&self, format: u32) -> ApiResult<bool> {
+        self.read(|s| s.feature_level() >= format).await
     }
 
     /// KIP-875 alter: `parse` reads the request's offsets for the connector's kind (sink
@@ -359,7 +375,9 @@ impl Core {
     ) -> ApiResult<()> {
         let name = require_name(name)?;
         let (sink, source) = parse(self.connector_kind(name).await?)?;
-        let supersede = self.superseding_offsets().await?;
+        let supersede = self
+            .at_level(ferry_meta::format::SUPERSEDING_OFFSETS)
+            .await?;
         self.write(
             id,
             Command::AlterOffsets {
@@ -392,7 +410,9 @@ impl Core {
                     .map_err(ApiError::Kafka)?;
             }
         }
-        let supersede = self.superseding_offsets().await?;
+        let supersede = self
+            .at_level(ferry_meta::format::SUPERSEDING_OFFSETS)
+            .await?;
         self.write(
             id,
             Command::ResetOffsets {
@@ -431,7 +451,10 @@ impl Core {
                 target_voters: self.target_voters,
             })
             .await?;
-        self.write("", Command::PutWorker { id, node }).await?;
+        // A node retired by remove-node comes back as a worker only this way.
+        let readmit = self.at_level(ferry_meta::format::REST_API).await?;
+        self.write("", Command::PutWorker { id, node, readmit })
+            .await?;
         Ok(())
     }
 
@@ -440,7 +463,9 @@ impl Core {
     /// first, it would keep running tasks that no longer saw the cluster's state.
     pub async fn remove_node(&self, id: NodeId) -> ApiResult<()> {
         info!(node = id, "remove-node requested");
-        self.write("", Command::RemoveWorker { id }).await?;
+        // Retired, its own registration (it may be starting) cannot make it a worker again.
+        let retire = self.at_level(ferry_meta::format::REST_API).await?;
+        self.write("", Command::RemoveWorker { id, retire }).await?;
         let started = Instant::now();
         while self.read(|s| assigned_to(s, id)).await? {
             if started.elapsed() > TASKS_MOVE_TIMEOUT {

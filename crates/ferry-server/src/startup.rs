@@ -514,15 +514,16 @@ async fn register(
     mut shutdown: watch::Receiver<bool>,
 ) -> anyhow::Result<()> {
     let file = cluster_id_file(&config.data_dir);
-    let persisted = persisted_cluster_id(&config.data_dir)?;
+    let mut persisted = persisted_cluster_id(&config.data_dir)?;
     let mut announced = false;
+    let mut told_retired = false;
     loop {
         if node.leader().is_some() {
-            let (cluster_id, registered, worker, whole) = {
+            let (cluster_id, registered, retired, worker, whole) = {
                 let applied = node.state().read();
                 // The REST address is recorded once the cluster's feature level allows it;
                 // until then the worker is registered without it, and again when it does.
-                let allowed = applied.state.feature_level() >= ferry_meta::format::WORKER_REST;
+                let allowed = applied.state.feature_level() >= ferry_meta::format::REST_API;
                 let worker = FerryNode {
                     rest_url: rest_url.clone().filter(|_| allowed).unwrap_or_default(),
                     ..me.clone()
@@ -530,6 +531,7 @@ async fn register(
                 (
                     applied.state.cluster_id.clone(),
                     applied.state.workers.get(&node.id()) == Some(&worker),
+                    applied.state.retired.contains(&node.id()),
                     worker,
                     allowed || rest_url.is_none(),
                 )
@@ -569,14 +571,24 @@ async fn register(
                             .and_then(|()| std::fs::rename(&tmp, &file))
                             .with_context(|| format!("cannot write {}", file.display()))?;
                         info!(%cluster_id, "joined cluster");
+                        persisted = Some(cluster_id);
                     }
                 }
+                if retired {
+                    if !told_retired {
+                        warn!(node = node.id(), "retired by remove-node: not registering as a worker until `ferry cluster add-node` admits this node again");
+                        told_retired = true;
+                    }
+                    return Ok(false);
+                }
+                told_retired = false;
                 if !registered {
                     node.write_answer(Request::new(
                         uuid::Uuid::new_v4().to_string(),
                         Command::PutWorker {
                             id: node.id(),
                             node: worker.clone(),
+                            readmit: false,
                         },
                     ))
                     .await??;

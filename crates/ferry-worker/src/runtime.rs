@@ -482,6 +482,7 @@ mod tests {
             config: ConfigMap::default(),
             create: true,
             expected_version: None,
+            initial: None,
         }
     }
 
@@ -536,6 +537,7 @@ mod tests {
                 config,
                 create: false,
                 expected_version: None,
+                initial: None,
             },
         );
         assert_eq!(

@@ -282,6 +282,7 @@ mod tests {
                 config: config.clone(),
                 create: true,
                 expected_version: None,
+                initial: None,
             },
             Command::PutTaskConfigs {
                 name: "sink".into(),

@@ -60,12 +60,19 @@ impl ClusterState {
             Command::Unsupported { format, .. } => Err(Rejection::Unsupported { format: *format }),
             Command::RestoreState { state } => self.restore(state),
             Command::SetClusterId { id } => self.set_cluster_id(id),
-            Command::PutWorker { id, node } => {
-                self.workers.insert(*id, node.clone());
+            Command::PutWorker { id, node, readmit } => {
+                // A retired worker's own registration (racing with its removal) is ignored.
+                if *readmit || !self.retired.contains(id) {
+                    self.retired.remove(id);
+                    self.workers.insert(*id, node.clone());
+                }
                 Ok(Outcome::Done)
             }
-            Command::RemoveWorker { id } => {
+            Command::RemoveWorker { id, retire } => {
                 self.workers.remove(id);
+                if *retire {
+                    self.retired.insert(*id);
+                }
                 Ok(Outcome::Done)
             }
             Command::PutConnector {
@@ -73,7 +80,8 @@ impl ClusterState {
                 config,
                 create,
                 expected_version,
-            } => self.put_connector(name, config, *create, *expected_version),
+                initial,
+            } => self.put_connector(name, config, *create, *expected_version, *initial),
             Command::DeleteConnector { name } => self.delete_connector(name),
             Command::SetTargetState { name, target } => self.set_target(name, *target),
             Command::Restart {
@@ -397,6 +405,7 @@ impl ClusterState {
         config: &ConfigMap,
         create: bool,
         expected_version: Option<u64>,
+        initial: Option<TargetState>,
     ) -> Response {
         let current = self.connectors.get(name).map(|c| c.version);
         if create && current.is_some() {
@@ -424,6 +433,9 @@ impl ClusterState {
         }
         connector.config = config.clone();
         connector.version += 1;
+        if let (None, Some(target)) = (current, initial) {
+            connector.target = target;
+        }
         let version = connector.version;
         self.status.entry(name.to_string()).or_default();
         Ok(Outcome::Connector {

@@ -146,17 +146,25 @@ pub enum Command {
         /// The cluster's id.
         id: String,
     },
-    /// Register or update a worker's addresses.
+    /// Register or update a worker's addresses. A retired worker (see `RemoveWorker`) is
+    /// registered only when `readmit` (add-node) says so: its own registration is ignored.
     PutWorker {
         /// The worker's node id.
         id: NodeId,
         /// Its addresses.
         node: FerryNode,
+        /// Admit it even if it was retired (add-node). From format [`crate::format::REST_API`].
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        readmit: bool,
     },
     /// Forget a worker: its units are assigned elsewhere.
     RemoveWorker {
         /// The worker's node id.
         id: NodeId,
+        /// Retire it too (remove-node): it does not register itself again until readmitted.
+        /// From format [`crate::format::REST_API`].
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        retire: bool,
     },
     /// Create (`create = true`: must not exist) or update a connector's config.
     PutConnector {
@@ -168,6 +176,11 @@ pub enum Command {
         create: bool,
         /// Compare-and-set: apply only if the current version is this.
         expected_version: Option<u64>,
+        /// The target state a connector this creates starts in (KIP-980's `initial_state`),
+        /// set with its config in the same entry; `None`: running. Written from format
+        /// [`crate::format::REST_API`].
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        initial: Option<TargetState>,
     },
     /// Delete a connector, with its tasks, status and offsets.
     DeleteConnector {
@@ -335,13 +348,18 @@ impl Command {
     /// gets the next format here.
     pub fn format(&self) -> u32 {
         match self {
-            Command::PutWorker { node, .. } if !node.rest_url.is_empty() => {
-                crate::format::WORKER_REST
+            Command::PutWorker { node, readmit, .. } if !node.rest_url.is_empty() || *readmit => {
+                crate::format::REST_API
             }
+            Command::RemoveWorker { retire: true, .. } => crate::format::REST_API,
+            Command::PutConnector {
+                initial: Some(_), ..
+            } => crate::format::REST_API,
             Command::RestoreState { state }
-                if state.workers.values().any(|w| !w.rest_url.is_empty()) =>
+                if !state.retired.is_empty()
+                    || state.workers.values().any(|w| !w.rest_url.is_empty()) =>
             {
-                crate::format::WORKER_REST
+                crate::format::REST_API
             }
             Command::PutTaskConfigs { shared, .. } if !shared.is_empty() => 3,
             Command::RestoreState { state }

@@ -1,7 +1,7 @@
 //! What is replicated: the cluster's workers, connectors with their configs and task configs,
 //! assignments, statuses and offsets.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::fmt;
 
 use serde::{Deserialize, Serialize};
@@ -27,7 +27,7 @@ pub struct FerryNode {
     pub incarnation: String,
     /// A worker's REST API as it advertises it (`host:port`), Kafka Connect's `worker_id` in
     /// that API's statuses; empty when it serves none, and in membership records. Written from
-    /// format [`crate::format::WORKER_REST`].
+    /// format [`crate::format::REST_API`].
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub rest_url: String,
 }
@@ -307,6 +307,11 @@ pub struct ClusterState {
     pub feature_level: u32,
     /// The workers: every node's addresses.
     pub workers: BTreeMap<NodeId, FerryNode>,
+    /// Workers taken out by `remove-node`: such a node does not register itself again (its
+    /// registration may race with its removal); `add-node` admits it again. From format
+    /// [`crate::format::REST_API`].
+    #[serde(default, skip_serializing_if = "BTreeSet::is_empty")]
+    pub retired: BTreeSet<NodeId>,
     /// The connectors.
     pub connectors: BTreeMap<String, Connector>,
     /// Who runs what.

@@ -16,6 +16,7 @@ fn put(name: &str, create: bool, expected_version: Option<u64>) -> Command {
         config: cfg(&[("connector.class", "FileStreamSink"), ("topics", name)]),
         create,
         expected_version,
+        initial: None,
     }
 }
 
@@ -25,6 +26,7 @@ fn put_cfg(name: &str, config: ConfigMap) -> Command {
         config,
         create: false,
         expected_version: None,
+        initial: None,
     }
 }
 
@@ -170,6 +172,7 @@ fn connectors() {
                     config: cfg(&[("x", "1")]),
                     create: false,
                     expected_version: Some(1),
+                    initial: None,
                 },
             ],
             want: Ok(Outcome::Connector {
@@ -188,6 +191,7 @@ fn connectors() {
                     config: cfg(&[("x", "2")]),
                     create: false,
                     expected_version: Some(1),
+                    initial: None,
                 },
             ],
             want: Err(Rejection::VersionMismatch {
@@ -805,6 +809,7 @@ fn recent_request_ids_are_bounded() {
             Command::PutWorker {
                 id: 1,
                 node: FerryNode::default(),
+                readmit: false,
             },
         ));
         assert_eq!(answer, Ok(Outcome::Done));
@@ -853,6 +858,7 @@ fn display_never_shows_config() {
             config: cfg(&[("connection.password", "kcpw")]),
             create: true,
             expected_version: None,
+            initial: None,
         },
     );
     let shown = format!("{request} {request:?}");
@@ -1115,4 +1121,74 @@ fn requests_carry_their_format_and_ones_from_a_newer_build_are_kept_unread() {
         .apply(&Request::anonymous(Command::SetFeatureLevel { level: 1 }))
         .is_ok());
     assert_eq!(state.feature_level(), 2);
+}
+
+fn worker(id: crate::NodeId, readmit: bool) -> Command {
+    Command::PutWorker {
+        id,
+        node: FerryNode {
+            api_addr: format!("w{id}:1"),
+            ..FerryNode::default()
+        },
+        readmit,
+    }
+}
+
+#[test]
+fn a_retired_worker_comes_back_only_through_add_node() {
+    let mut s = ClusterState::default();
+    let mut apply = |c: Command| assert_eq!(s.apply(&Request::anonymous(c)), Ok(Outcome::Done));
+    apply(worker(1, false));
+    apply(Command::RemoveWorker {
+        id: 1,
+        retire: true,
+    });
+    // Its own registration, racing with its removal, changes nothing.
+    apply(worker(1, false));
+    assert!(!s.workers.contains_key(&1) && s.retired.contains(&1));
+    // add-node admits it again; then its own registrations count.
+    let mut apply = |c: Command| assert_eq!(s.apply(&Request::anonymous(c)), Ok(Outcome::Done));
+    apply(worker(1, true));
+    apply(worker(1, false));
+    assert!(s.workers.contains_key(&1) && s.retired.is_empty());
+    // A removal without retiring (below format 6) lets it register again, as before.
+    let mut apply = |c: Command| assert_eq!(s.apply(&Request::anonymous(c)), Ok(Outcome::Done));
+    apply(Command::RemoveWorker {
+        id: 1,
+        retire: false,
+    });
+    apply(worker(1, false));
+    assert!(s.workers.contains_key(&1));
+    assert_eq!(worker(1, true).format(), crate::format::REST_API);
+    assert_eq!(worker(1, false).format(), crate::format::BASE_FORMAT);
+}
+
+#[test]
+fn a_connector_created_in_a_target_state_starts_in_it() {
+    let mut s = ClusterState::default();
+    let create = |initial| Command::PutConnector {
+        name: "a".into(),
+        config: cfg(&[("connector.class", "FileStreamSink")]),
+        create: true,
+        expected_version: None,
+        initial,
+    };
+    assert_eq!(
+        create(Some(TargetState::Stopped)).format(),
+        crate::format::REST_API
+    );
+    assert!(s
+        .apply(&Request::anonymous(create(Some(TargetState::Stopped))))
+        .is_ok());
+    assert_eq!(s.connectors["a"].target, TargetState::Stopped);
+    // An update never changes the target state.
+    let update = Command::PutConnector {
+        name: "a".into(),
+        config: cfg(&[("connector.class", "FileStreamSink"), ("x", "1")]),
+        create: false,
+        expected_version: None,
+        initial: Some(TargetState::Paused),
+    };
+    assert!(s.apply(&Request::anonymous(update)).is_ok());
+    assert_eq!(s.connectors["a"].target, TargetState::Stopped);
 }

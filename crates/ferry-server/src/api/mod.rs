@@ -21,7 +21,7 @@ use tokio_stream::Stream;
 use tonic::{Request as GrpcRequest, Response as GrpcResponse, Status};
 
 use crate::error::{ApiError, ApiResult};
-use crate::manage::{require_name, Core, Stored};
+use crate::manage::{require_name, Core, Put, Stored};
 
 /// The management service of one node.
 #[derive(Clone)]
@@ -57,7 +57,16 @@ impl Api {
         Ok(
             match self
                 .core
-                .put(name, config, create, expected_version, id)
+                .put(
+                    name,
+                    config,
+                    Put {
+                        create,
+                        expected_version,
+                        initial: None,
+                    },
+                    id,
+                )
                 .await?
             {
                 Stored::Refused(validation) => pb::ConnectorInfo {

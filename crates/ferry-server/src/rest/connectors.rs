@@ -17,7 +17,7 @@ use super::entities::{ConnectorInfo, ConnectorState, Message, Offsets, UnitState
 use super::error::{Asked, RestError, RestResult};
 use super::{config_map, json_body, Rest};
 use crate::api::convert;
-use crate::manage::Stored;
+use crate::manage::{Put, Stored};
 
 /// The routes of this resource.
 pub fn routes() -> Router<Rest> {
@@ -239,13 +239,12 @@ async fn store(
     headers: &HeaderMap,
     name: &str,
     config: BTreeMap<String, String>,
-    create: bool,
-    expected_version: Option<u64>,
+    write: Put,
 ) -> RestResult<Response> {
     known_class(rest, &config)?;
     let stored = rest
         .core
-        .put(name, config, create, expected_version, "")
+        .put(name, config, write, "")
         .await
         .map_err(|e| RestError::from_core(e, Asked::Write, not_found(name)))?;
     match stored {
@@ -280,7 +279,33 @@ async fn create(State(rest): State<Rest>, headers: HeaderMap, body: Bytes) -> Re
         });
     };
     let config = full_config(config, &name)?;
-    store(&rest, &headers, &name, config, true, None).await
+    let write = Put {
+        create: true,
+        initial: initial_state(body.get("initial_state"))?,
+        ..Put::default()
+    };
+    store(&rest, &headers, &name, config, write).await
+}
+
+/// KIP-980's `initial_state`: `RUNNING`, `PAUSED` or `STOPPED` in any case; absent or null,
+/// running. Another value fails Kafka Connect's enum binding: 500.
+fn initial_state(given: Option<&Value>) -> RestResult<Option<TargetState>> {
+    match given {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => match s.to_ascii_uppercase().as_str() {
+            "RUNNING" => Ok(Some(TargetState::Running)),
+            "PAUSED" => Ok(Some(TargetState::Paused)),
+            "STOPPED" => Ok(Some(TargetState::Stopped)),
+            _ => Err(RestError::internal(format!(
+                "Cannot deserialize value of type `InitialState` from String {s:?}: not one of \
+                 the values accepted for Enum class: [STOPPED, PAUSED, RUNNING]"
+            ))),
+        },
+        Some(other) => Err(RestError::internal(format!(
+            "Cannot deserialize value of type `InitialState` from {}",
+            super::json_kind(other)
+        ))),
+    }
 }
 
 async fn info(
@@ -337,7 +362,7 @@ async fn put_config(
 ) -> RestResult<Response> {
     let body = json_body(&headers, &body)?;
     let config = full_config(&body, &name)?;
-    store(&rest, &headers, &name, config, false, None).await
+    store(&rest, &headers, &name, config, Put::default()).await
 }
 
 /// KIP-477: the stored config with the given properties changed (`null` removes one), stored
@@ -363,7 +388,11 @@ async fn patch_config(
         };
     }
     // The connector exists (at `version`): this is an update, answered 200.
-    store(&rest, &headers, &name, config, false, Some(version)).await
+    let write = Put {
+        expected_version: Some(version),
+        ..Put::default()
+    };
+    store(&rest, &headers, &name, config, write).await
 }
 
 async fn status(

@@ -108,6 +108,7 @@ mod tests {
                 config: ConfigMap::default(),
                 create: true,
                 expected_version: None,
+                initial: None,
             },
         );
         apply(

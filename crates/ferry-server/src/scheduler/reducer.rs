@@ -188,6 +188,7 @@ mod tests {
                 config: ConfigMap::default(),
                 create: true,
                 expected_version: None,
+                initial: None,
             }));
             assert!(answer.is_ok());
             let answer = s.apply(&Request::anonymous(Command::PutTaskConfigs {
