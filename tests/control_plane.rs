@@ -265,9 +265,11 @@ fn a_wiped_node_never_starts_a_second_cluster_and_can_be_re_added() {
         1,
         "only the first boot initialized"
     );
-    // And it can be removed and re-added explicitly.
+    // And it can be removed and re-added explicitly; removed, it is retired (from feature
+    // level 6), so that its own registration cannot make it a worker again.
     let leader = cluster.wait_leader(FAILOVER);
     let via = if leader == 1 { 2 } else { leader };
+    ferry_tests::pipeline::at_feature_level(&cluster, via);
     cluster.cli(via, &["cluster", "remove-node", "--id", "1"]);
     let status = cluster.status(via).expect("status");
     assert!(

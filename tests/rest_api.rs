@@ -221,6 +221,19 @@ fn kafka_connect_s_rest_api_on_every_node() {
         (&json!("sink"), &json!("sink"))
     );
     assert_eq!(status["connector"]["state"], "RUNNING", "{status}");
+    // `ferry cluster status` shows each member's REST address.
+    let members = cluster.status(leader).expect("cluster status")["members"].clone();
+    let shown: Vec<&str> = members
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|m| m["rest_addr"].as_str())
+        .collect();
+    assert_eq!(shown.len(), 3, "{members}");
+    assert!(
+        shown.iter().all(|a| rest_addrs.iter().any(|r| r == a)),
+        "{members}"
+    );
     assert!(
         status["connector"].get("trace").is_none(),
         "no empty trace: {status}"

@@ -169,7 +169,8 @@ pub fn stop(cluster: &Cluster, node: u64, name: &str) {
 }
 
 /// Wait until the cluster runs at this build's feature level (raised by the leader once every
-/// member said it understands it), which marks offsets changed through the offsets API.
+/// member said it understands it), which marks offsets changed through the offsets API and
+/// retires the nodes remove-node takes out.
 pub fn at_feature_level(cluster: &Cluster, node: u64) {
     wait_for("the cluster at this build's feature level", BOOT, || {
         let status = cluster.status(node)?;

@@ -397,11 +397,13 @@ pub fn cluster(format: Format, c: &pb::ClusterStatusResponse) {
                         m.raft_state.clone(),
                         m.api_addr.clone(),
                         m.raft_addr.clone(),
+                        or_dash(&m.rest_addr),
                         opt(m.matched_index),
                     ]
                 })
                 .collect();
-            table(&["ID", "ROLE", "STATE", "API", "RAFT", "MATCHED"], &rows);
+            let header = ["ID", "ROLE", "STATE", "API", "RAFT", "REST", "MATCHED"];
+            table(&header, &rows);
         }
         Format::Json => print_json(&json!({
             "cluster_id": c.cluster_id,
@@ -423,7 +425,8 @@ pub fn cluster(format: Format, c: &pb::ClusterStatusResponse) {
             "format": c.format,
             "members": c.members.iter().map(|m| json!({
                 "id": m.id, "role": m.role, "raft_state": m.raft_state,
-                "api_addr": m.api_addr, "raft_addr": m.raft_addr, "matched_index": m.matched_index,
+                "api_addr": m.api_addr, "raft_addr": m.raft_addr, "rest_addr": m.rest_addr,
+                "matched_index": m.matched_index,
                 "incarnation": m.incarnation, "acknowledged_index": m.acknowledged_index,
                 "format": m.format,
             })).collect::<Vec<_>>(),

@@ -72,6 +72,7 @@ pub fn restored(current: &ClusterState, backup: &ClusterState) -> ClusterState {
         cluster_id: current.cluster_id.clone(),
         feature_level: current.feature_level,
         workers: current.workers.clone(),
+        retired: current.retired.clone(),
         requests: current.requests.clone(),
         request_order: current.request_order.clone(),
         generation: current.generation.max(backup.generation),

@@ -519,7 +519,7 @@ async fn register(
     let mut told_retired = false;
     loop {
         if node.leader().is_some() {
-            let (cluster_id, registered, retired, worker, whole) = {
+            let (cluster_id, registered, absent, retired, worker, whole) = {
                 let applied = node.state().read();
                 // The REST address is recorded once the cluster's feature level allows it;
                 // until then the worker is registered without it, and again when it does.
@@ -531,6 +531,7 @@ async fn register(
                 (
                     applied.state.cluster_id.clone(),
                     applied.state.workers.get(&node.id()) == Some(&worker),
+                    !applied.state.workers.contains_key(&node.id()),
                     applied.state.retired.contains(&node.id()),
                     worker,
                     allowed || rest_url.is_none(),
@@ -574,9 +575,12 @@ async fn register(
                         persisted = Some(cluster_id);
                     }
                 }
-                if retired {
+                // Retired, or gone after this process registered it (removed by remove-node
+                // below feature level 6): only add-node makes it a worker again; the later
+                // registrations of this process only update its record.
+                if retired || (announced && absent) {
                     if !told_retired {
-                        warn!(node = node.id(), "retired by remove-node: not registering as a worker until `ferry cluster add-node` admits this node again");
+                        warn!(node = node.id(), "removed from the workers by remove-node: not registering again until `ferry cluster add-node` admits this node");
                         told_retired = true;
                     }
                     return Ok(false);

@@ -72,6 +72,14 @@ impl MetaNode {
         lock(&self.inner.suspects).retain(|id, _| !done(*id));
     }
 
+    /// On the leader: forget what a node said of its starts (a node removed, or added again:
+    /// what an earlier process of it reported must not be taken for what the new one runs —
+    /// its stale incarnation would look like a wiped data directory and get it demoted).
+    pub(super) fn forget_starts(&self, id: NodeId) {
+        lock(&self.inner.boots).remove(&id);
+        lock(&self.inner.suspects).remove(&id);
+    }
+
     /// On the leader: a node's start, from its heartbeat, with the index the leader has matched
     /// for it now. A node whose new start has less than its previous start had acknowledged
     /// (seen by this leader, in this term) becomes a suspect.

@@ -153,6 +153,7 @@ impl MetaNode {
                     ..node.clone()
                 };
                 info!(node = id, %node, "adding learner");
+                self.forget_starts(*id);
                 let added = raft
                     .add_learner(*id, node, false)
                     .await
@@ -208,6 +209,7 @@ impl MetaNode {
                     ChangeMembers::RemoveNodes(BTreeSet::from([*id]))
                 };
                 let reply = self.change_membership(change).await?;
+                self.forget_starts(*id);
                 Ok(ProposalReply {
                     answer: Ok(Outcome::Done),
                     log_index: reply.log_id.index,

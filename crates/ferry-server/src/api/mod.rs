@@ -145,6 +145,14 @@ impl Api {
             }
         };
         let formats = meta.reported_formats();
+        let rest_addrs: BTreeMap<u64, String> = meta
+            .state()
+            .read()
+            .state
+            .workers
+            .iter()
+            .map(|(id, w)| (*id, w.rest_url.clone()))
+            .collect();
         let members = membership
             .nodes()
             .map(|(id, node)| pb::Member {
@@ -164,6 +172,7 @@ impl Api {
                 format: (metrics.current_leader == Some(metrics.id))
                     .then(|| formats.get(id).copied())
                     .flatten(),
+                rest_addr: rest_addrs.get(id).cloned().unwrap_or_default(),
             })
             .collect();
         let leader_api_addr = metrics
