@@ -133,10 +133,20 @@ impl MetaNode {
                     crate::format::admissible(request.format, level)
                         .map_err(ProposalError::Refused)?;
                 }
-                let written = raft
-                    .client_write(request.clone())
-                    .await
-                    .map_err(write_error)?;
+                // Bounded as a forwarded write is: a write whose outcome is not known in time
+                // is tried again by `propose` under the same request id (applied once), never
+                // awaited for ever — a unit waiting on its status report would stay UNASSIGNED.
+                let written =
+                    tokio::time::timeout(PEER_CALL_TIMEOUT, raft.client_write(request.clone()))
+                        .await
+                        .map_err(|_| {
+                            ProposalError::Unavailable(format!(
+                                "no answer to {} within {} ms",
+                                request.command.kind(),
+                                PEER_CALL_TIMEOUT.as_millis()
+                            ))
+                        })?
+                        .map_err(write_error)?;
                 Ok(ProposalReply {
                     answer: written.data,
                     log_index: written.log_id.index,
