@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use ferry_tests::pipeline::{json_workers, placement, started, TRACE_ALL};
+use ferry_tests::pipeline::{json_workers, started, TRACE_ALL};
 use ferry_tests::postgres::{
     assert_long_item_dead_lettered, seed_003_sink_json, Postgres, SEED_003_DESTINATIONS,
 };
@@ -53,20 +53,23 @@ fn rows(pg: &Postgres, sql: &str) -> Vec<String> {
 }
 
 /// Every unit of both connectors RUNNING on a live worker.
+/// Where every unit runs, if every one is RUNNING on a worker — from the same status reads
+/// (a second read could catch a unit between its release and its next start).
 fn all_running(cluster: &Cluster, node: u64) -> Option<BTreeMap<String, String>> {
     let mut units = BTreeMap::new();
     for name in NAMES {
         let status = cluster.json(node, &["connectors", "status", name]);
-        let mut all = vec![status["connector"].clone()];
-        all.extend(status["tasks"].as_array().cloned().unwrap_or_default());
-        if all
-            .iter()
-            .any(|u| u["state"] != "RUNNING" || u["worker_id"].as_str().unwrap_or("").is_empty())
-        {
-            return None;
+        let tasks = status["tasks"].as_array().cloned().unwrap_or_default();
+        let all = std::iter::once((format!("{name}/connector"), &status["connector"]))
+            .chain(tasks.iter().map(|t| (format!("{name}/{}", t["id"]), t)));
+        for (key, unit) in all {
+            let worker = unit["worker_id"].as_str().unwrap_or("");
+            if unit["state"] != "RUNNING" || worker.is_empty() {
+                return None;
+            }
+            units.insert(key, worker.to_string());
         }
     }
-    units.extend(placement(cluster, node, &NAMES));
     Some(units)
 }
 
