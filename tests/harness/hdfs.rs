@@ -214,6 +214,37 @@ impl Hdfs {
         java
     }
 
+    /// After a failed test: whether each process still runs, the last lines of its log, and
+    /// the whole logs copied out of the temporary directory (which goes with `self`).
+    fn keep_logs(&mut self) {
+        let keep = self.dir.path().with_extension("hdfs-failed");
+        let kept = fs::create_dir_all(&keep).is_ok();
+        let states = [
+            ("namenode", self.namenode_process.as_mut().map(|c| c.try_wait())),
+            ("datanode", self.datanode_process.as_mut().map(|c| c.try_wait())),
+        ];
+        for (name, state) in states {
+            let state = match state {
+                Some(Ok(None)) => "running".to_string(),
+                Some(Ok(Some(exit))) => format!("exited: {exit}"),
+                Some(Err(e)) => format!("unknown: {e}"),
+                None => "not started".to_string(),
+            };
+            let log = self.log(name);
+            let tail: Vec<&str> = log.lines().rev().take(30).collect();
+            eprintln!("---- {} {name} ({state}), last lines ----", self.hadoop);
+            for line in tail.iter().rev() {
+                eprintln!("{line}");
+            }
+            if kept {
+                let _ = fs::write(keep.join(format!("{name}.log")), &log);
+            }
+        }
+        if kept {
+            eprintln!("---- {} logs kept in {} ----", self.hadoop, keep.display());
+        }
+    }
+
     fn log(&self, name: &str) -> String {
         fs::read_to_string(self.dir.path().join(format!("{name}.log"))).unwrap_or_default()
     }
@@ -317,6 +348,9 @@ impl Hdfs {
 
 impl Drop for Hdfs {
     fn drop(&mut self) {
+        if std::thread::panicking() {
+            self.keep_logs();
+        }
         for child in [
             self.datanode_process.as_mut(),
             self.namenode_process.as_mut(),

@@ -321,26 +321,11 @@ async fn info(
 }
 
 async fn delete(State(rest): State<Rest>, Path(name): Path<String>) -> RestResult<StatusCode> {
-    exists(&rest, &name, Asked::Write, not_found(&name)).await?;
     rest.core
         .delete(&name, "")
         .await
         .map_err(|e| RestError::from_core(e, Asked::Write, not_found(&name)))?;
     Ok(StatusCode::NO_CONTENT)
-}
-
-/// 404 (with `message`) unless connector `name` exists.
-async fn exists(
-    rest: &Rest,
-    name: &str,
-    asked: Asked,
-    message: impl FnOnce() -> String,
-) -> RestResult<()> {
-    match rest.core.read(|s| s.connectors.contains_key(name)).await {
-        Ok(true) => Ok(()),
-        Ok(false) => Err(RestError::not_found(message())),
-        Err(e) => Err(RestError::from_core(e, asked, message)),
-    }
 }
 
 async fn config(
@@ -446,7 +431,6 @@ async fn target(
     target: TargetState,
     answer: StatusCode,
 ) -> RestResult<StatusCode> {
-    exists(rest, name, Asked::Write, unknown(name)).await?;
     rest.core
         .set_target(name, target, "")
         .await
@@ -564,7 +548,6 @@ async fn alter_offsets(
             offset_json: text("offset"),
         });
     }
-    exists(&rest, &name, Asked::Write, not_found(&name)).await?;
     rest.core
         .alter_offsets(&name, "", |kind| convert::parse_offsets(kind, &offsets))
         .await
@@ -578,7 +561,6 @@ async fn reset_offsets(
     State(rest): State<Rest>,
     Path(name): Path<String>,
 ) -> RestResult<Json<Message>> {
-    exists(&rest, &name, Asked::Write, not_found(&name)).await?;
     rest.core
         .reset_offsets(&name, "")
         .await
