@@ -592,8 +592,9 @@ fn bad_input_gets_clear_errors_and_nothing_is_stored() {
     );
     assert_eq!(out.code, Some(4), "{out:?}");
     assert!(
-        out.stderr
-            .contains("topic: missing required property topic"),
+        out.stderr.contains(
+            "topic: Missing required configuration \"topic\" which has no default value."
+        ),
         "{out:?}"
     );
     let validate = cluster.cli_on(
@@ -616,7 +617,10 @@ fn bad_input_gets_clear_errors_and_nothing_is_stored() {
         .find(|f| f["name"] == "topic")
         .expect("topic field")
         .clone();
-    assert_eq!(topic["errors"][0], "missing required property topic");
+    assert_eq!(
+        topic["errors"][0],
+        "Missing required configuration \"topic\" which has no default value."
+    );
     for id in 1..=3 {
         assert_eq!(
             cluster.json(id, &["connectors", "list"]),

@@ -220,8 +220,14 @@ impl Hdfs {
         let keep = self.dir.path().with_extension("hdfs-failed");
         let kept = fs::create_dir_all(&keep).is_ok();
         let states = [
-            ("namenode", self.namenode_process.as_mut().map(|c| c.try_wait())),
-            ("datanode", self.datanode_process.as_mut().map(|c| c.try_wait())),
+            (
+                "namenode",
+                self.namenode_process.as_mut().map(|c| c.try_wait()),
+            ),
+            (
+                "datanode",
+                self.datanode_process.as_mut().map(|c| c.try_wait()),
+            ),
         ];
         for (name, state) in states {
             let state = match state {

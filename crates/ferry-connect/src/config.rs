@@ -11,6 +11,8 @@ use crate::error::{ConnectError, Result};
 pub enum ConfigType {
     /// Text.
     String,
+    /// A 16-bit integer.
+    Short,
     /// A 32-bit integer.
     Int,
     /// A 64-bit integer.
@@ -30,6 +32,7 @@ impl ConfigType {
     pub fn as_str(self) -> &'static str {
         match self {
             ConfigType::String => "STRING",
+            ConfigType::Short => "SHORT",
             ConfigType::Int => "INT",
             ConfigType::Long => "LONG",
             ConfigType::Boolean => "BOOLEAN",
@@ -43,6 +46,10 @@ impl ConfigType {
     pub fn check(self, value: &str) -> Result<(), String> {
         let value = value.trim();
         match self {
+            ConfigType::Short => value
+                .parse::<i16>()
+                .map(|_| ())
+                .map_err(|_| format!("expected a 16-bit integer, got {value:?}")),
             ConfigType::Int => value
                 .parse::<i32>()
                 .map(|_| ())
@@ -73,6 +80,17 @@ pub enum Importance {
     Low,
 }
 
+impl Importance {
+    /// Kafka Connect's name of the importance.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Importance::High => "HIGH",
+            Importance::Medium => "MEDIUM",
+            Importance::Low => "LOW",
+        }
+    }
+}
+
 /// Whether Ferry honours a property. Nothing is silently ignored (DESIGN.md).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Support {
@@ -82,6 +100,45 @@ pub enum Support {
     NoEffect(&'static str),
     /// Refused with a validation error giving the reason.
     Rejected(&'static str),
+}
+
+/// How wide a form field for a property should be (Kafka Connect's `ConfigDef.Width`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Width {
+    /// `NONE`.
+    None,
+    /// `SHORT`.
+    Short,
+    /// `MEDIUM`.
+    Medium,
+    /// `LONG`.
+    Long,
+}
+
+impl Width {
+    /// Kafka Connect's name of the width.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Width::None => "NONE",
+            Width::Short => "SHORT",
+            Width::Medium => "MEDIUM",
+            Width::Long => "LONG",
+        }
+    }
+}
+
+/// Where a form shows a property: its group, its place in the group (from 1), its field's
+/// width and its label, as the validate API reports them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Display {
+    /// The group (`Common`, `Error Handling`, …).
+    pub group: &'static str,
+    /// The place in the group, from 1.
+    pub order: i32,
+    /// The field's width.
+    pub width: Width,
+    /// The label.
+    pub label: &'static str,
 }
 
 /// A validator of a property's (type-checked) value.
@@ -108,6 +165,10 @@ pub struct ConfigKey {
     pub allowed: Option<fn() -> Vec<&'static str>>,
     /// Whether Ferry honours it.
     pub support: Support,
+    /// Where a form shows it; `None`: in no group, labelled with its name.
+    pub display: Option<Display>,
+    /// The values a form should offer.
+    pub recommended: Option<fn() -> Vec<&'static str>>,
 }
 
 /// An enumerated property's values: each name a config may give and what it stands for,
@@ -140,7 +201,32 @@ impl ConfigKey {
             validator: None,
             allowed: None,
             support: Support::Supported,
+            display: None,
+            recommended: None,
         }
+    }
+
+    /// The values a form should offer.
+    pub const fn recommended(mut self, values: fn() -> Vec<&'static str>) -> Self {
+        self.recommended = Some(values);
+        self
+    }
+
+    /// Shown in `group`, at place `order` (from 1), in a field of `width`, labelled `label`.
+    pub const fn shown(
+        mut self,
+        group: &'static str,
+        order: i32,
+        width: Width,
+        label: &'static str,
+    ) -> Self {
+        self.display = Some(Display {
+            group,
+            order,
+            width,
+            label,
+        });
+        self
     }
 
     /// An enumerated property: it takes one of `T`'s names.
@@ -235,9 +321,13 @@ pub fn non_empty(value: &str) -> Result<(), String> {
 pub fn connector_common() -> ConfigDef {
     let mut def = connector_own();
     def.extend(crate::error_handling::connector_config());
-    def.extend(crate::error_handling::dead_letter_config());
     def
 }
+
+/// The name of the property that asks for a version of the connector's plugin.
+pub const PLUGIN_VERSION: &str = "connector.plugin.version";
+
+const COMMON: &str = "Common";
 
 fn connector_own() -> ConfigDef {
     vec![
@@ -248,7 +338,8 @@ fn connector_own() -> ConfigDef {
             "Globally unique name of the connector.",
         )
         .required()
-        .validator(non_empty),
+        .validator(non_empty)
+        .shown(COMMON, 1, Width::Medium, "Connector name"),
         ConfigKey::new(
             "connector.class",
             ConfigType::String,
@@ -256,7 +347,16 @@ fn connector_own() -> ConfigDef {
             "Name or alias of the connector class, e.g. \
              org.apache.kafka.connect.file.FileStreamSinkConnector or FileStreamSink.",
         )
-        .required(),
+        .required()
+        .shown(COMMON, 2, Width::Long, "Connector class"),
+        ConfigKey::new(
+            PLUGIN_VERSION,
+            ConfigType::String,
+            Importance::Medium,
+            "The version of the connector's plugin to run. Ferry's plugins are built in, one \
+             version each: a config may name that version, and no other.",
+        )
+        .shown(COMMON, 3, Width::Medium, "Connector version"),
         ConfigKey::new(
             "tasks.max",
             ConfigType::Int,
@@ -264,7 +364,20 @@ fn connector_own() -> ConfigDef {
             "Maximum number of tasks to use for this connector.",
         )
         .default("1")
-        .validator(positive),
+        .validator(positive)
+        .shown(COMMON, 4, Width::Short, "Tasks max"),
+        ConfigKey::new(
+            "tasks.max.enforce",
+            ConfigType::Boolean,
+            Importance::Low,
+            "Whether a connector may make more tasks than tasks.max (false). Ferry's connectors \
+             never do.",
+        )
+        .default("true")
+        .support(Support::NoEffect(
+            "Ferry's connectors never make more tasks than tasks.max",
+        ))
+        .shown(COMMON, 5, Width::Short, "Enforce tasks max"),
         ConfigKey::new(
             "key.converter",
             ConfigType::Class,
@@ -273,7 +386,10 @@ fn connector_own() -> ConfigDef {
              ByteArrayConverter or JsonConverter (Kafka Connect's class names or short names); \
              its own properties follow as key.converter.*. Unset: the worker's.",
         )
-        .validator(known_converter),
+        .validator(known_converter)
+        .recommended(converter_classes)
+        .shown(COMMON, 6, Width::Short, "Key converter class"),
+        converter_version("key.converter.plugin.version", 7, "Key converter version"),
         ConfigKey::new(
             "value.converter",
             ConfigType::Class,
@@ -282,7 +398,14 @@ fn connector_own() -> ConfigDef {
              ByteArrayConverter or JsonConverter; its own properties follow as \
              value.converter.*. Unset: the worker's.",
         )
-        .validator(known_converter),
+        .validator(known_converter)
+        .recommended(converter_classes)
+        .shown(COMMON, 8, Width::Short, "Value converter class"),
+        converter_version(
+            "value.converter.plugin.version",
+            9,
+            "Value converter version",
+        ),
         ConfigKey::new(
             "header.converter",
             ConfigType::Class,
@@ -290,22 +413,102 @@ fn connector_own() -> ConfigDef {
             "Converter of record headers: SimpleHeaderConverter (values as text, types \
              inferred) or a record converter. Unset: the worker's, else SimpleHeaderConverter.",
         )
-        .validator(known_header_converter),
+        .validator(known_header_converter)
+        .recommended(header_converter_classes)
+        .shown(COMMON, 10, Width::Short, "Header converter class"),
+        converter_version(
+            "header.converter.plugin.version",
+            11,
+            "Header converter version",
+        ),
         ConfigKey::new(
             "transforms",
             ConfigType::List,
             Importance::Low,
             "Aliases of the transforms to apply to records, in order; each configured as \
              transforms.<alias>.type and transforms.<alias>.*.",
-        ),
+        )
+        .default("")
+        .shown("Transforms", 12, Width::Long, "Transforms"),
         ConfigKey::new(
             "predicates",
             ConfigType::List,
             Importance::Low,
             "Aliases of the predicates transforms may be conditional on; each configured as \
              predicates.<alias>.type and predicates.<alias>.*.",
-        ),
+        )
+        .default("")
+        .shown("Predicates", 13, Width::Long, "Predicates"),
+        ConfigKey::new(
+            "config.action.reload",
+            ConfigType::String,
+            Importance::Low,
+            "What to do when a value from a config provider changes: restart or none.",
+        )
+        .default("restart")
+        .choice::<Reload>()
+        .support(Support::NoEffect(
+            "Ferry has no config providers, so no value changes behind a connector's back",
+        ))
+        .shown(COMMON, 14, Width::Medium, "Reload Action"),
     ]
+}
+
+/// `config.action.reload`'s values.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Reload {
+    /// `restart`.
+    Restart,
+    /// `none`.
+    None,
+}
+
+impl Choice for Reload {
+    const CHOICES: &'static [(&'static str, Reload)] =
+        &[("restart", Reload::Restart), ("none", Reload::None)];
+}
+
+/// A `*.converter.plugin.version` property: Ferry's converters are built in, one version each
+/// (Ferry's).
+fn converter_version(name: &'static str, order: i32, label: &'static str) -> ConfigKey {
+    ConfigKey::new(
+        name,
+        ConfigType::String,
+        Importance::Low,
+        "The version of the converter's plugin to run: Ferry's converters are built in, at \
+         Ferry's version, and no other can be named.",
+    )
+    .default(crate::catalog::VERSION)
+    .validator(built_in_version)
+    .recommended(|| vec![crate::catalog::VERSION])
+    .shown(COMMON, order, Width::Short, label)
+}
+
+fn built_in_version(value: &str) -> Result<(), String> {
+    if value.trim() == crate::catalog::VERSION {
+        Ok(())
+    } else {
+        Err(format!(
+            "Ferry's converters are built in, at version {}",
+            crate::catalog::VERSION
+        ))
+    }
+}
+
+fn converter_classes() -> Vec<&'static str> {
+    let mut classes: Vec<&'static str> = crate::converter::CONVERTERS
+        .iter()
+        .map(|(class, _)| *class)
+        .collect();
+    classes.sort_unstable();
+    classes
+}
+
+fn header_converter_classes() -> Vec<&'static str> {
+    let mut classes = converter_classes();
+    classes.push(crate::converter::SIMPLE_HEADER_CONVERTER);
+    classes.sort_unstable();
+    classes
 }
 
 fn known_header_converter(value: &str) -> Result<(), String> {
@@ -333,39 +536,138 @@ fn known_converter(value: &str) -> Result<(), String> {
 
 /// The properties every sink connector has (Kafka Connect's `SinkConnectorConfig`).
 pub fn sink_common() -> ConfigDef {
-    sink_own()
-}
-
-/// The property that names the topic where Kafka Connect kept a source connector's offsets
-/// (KIP-618's per-connector `offsets.storage.topic`).
-pub const OFFSETS_STORAGE_TOPIC: &str = "offsets.storage.topic";
-
-/// Properties every source connector has.
-pub fn source_common() -> ConfigDef {
-    vec![ConfigKey::new(
-        OFFSETS_STORAGE_TOPIC,
-        ConfigType::String,
-        Importance::Low,
-        "Kafka Connect's offsets topic of this connector (its worker's offset.storage.topic,          e.g. connect-offsets): a task with no offsets in Ferry starts from the last ones          Kafka Connect wrote there for this connector's name, so that a pipeline moves from          Kafka Connect to Ferry without reading anything twice or skipping anything. Unset:          the worker's [worker] offset_storage_topic, if any.",
-    )]
-}
-
-fn sink_own() -> ConfigDef {
-    vec![
+    let mut def = vec![
         ConfigKey::new(
             "topics",
             ConfigType::List,
             Importance::High,
             "Comma-separated topics to consume. Exactly one of topics and topics.regex.",
-        ),
+        )
+        .default("")
+        .shown(COMMON, 4, Width::Long, "Topics"),
         ConfigKey::new(
             "topics.regex",
             ConfigType::String,
             Importance::High,
             "Regular expression of the topics to consume. Exactly one of topics and topics.regex.",
         )
-        .validator(valid_regex),
+        .default("")
+        .validator(valid_regex)
+        .shown(COMMON, 4, Width::Long, "Topics regex"),
+    ];
+    def.extend(crate::error_handling::dead_letter_config());
+    def
+}
+
+/// The property that names the topic where Kafka Connect kept a source connector's offsets
+/// (KIP-618's per-connector `offsets.storage.topic`).
+pub const OFFSETS_STORAGE_TOPIC: &str = "offsets.storage.topic";
+
+const EXACTLY_ONCE: &str = "Exactly Once Support";
+
+/// Properties every source connector has (Kafka Connect's `SourceConnectorConfig`).
+pub fn source_common() -> ConfigDef {
+    vec![
+        ConfigKey::new(
+            crate::topic_creation::GROUPS,
+            ConfigType::List,
+            Importance::Low,
+            "Groups of topic.creation.<group>.* settings for the topics this connector \
+             creates, besides the default group.",
+        )
+        .default("")
+        .shown("Topic Creation", 1, Width::Long, "Topic Creation Groups"),
+        ConfigKey::new(
+            "exactly.once.support",
+            ConfigType::String,
+            Importance::Medium,
+            "requested or required: whether the connector must write exactly once. Ferry's \
+             sources write at least once (never skipping, repeats counted), so required is \
+             refused.",
+        )
+        .default("requested")
+        .choice::<ExactlyOnce>()
+        .validator(|v| match v.trim().eq_ignore_ascii_case("required") {
+            true => {
+                Err("Ferry's sources write at least once; exactly once cannot be required".into())
+            }
+            false => Ok(()),
+        })
+        .shown(EXACTLY_ONCE, 2, Width::Short, "Exactly once support"),
+        ConfigKey::new(
+            "transaction.boundary",
+            ConfigType::String,
+            Importance::Medium,
+            "Where exactly-once transactions of a source end: poll, interval or connector.",
+        )
+        .default("poll")
+        .choice::<TransactionBoundary>()
+        .support(Support::NoEffect(
+            "Ferry's sources do not write in transactions",
+        ))
+        .shown(EXACTLY_ONCE, 3, Width::Short, "Transaction Boundary"),
+        ConfigKey::new(
+            "transaction.boundary.interval.ms",
+            ConfigType::Long,
+            Importance::Low,
+            "With transaction.boundary=interval: how long a transaction lasts.",
+        )
+        .support(Support::NoEffect(
+            "Ferry's sources do not write in transactions",
+        ))
+        .shown(
+            EXACTLY_ONCE,
+            4,
+            Width::Short,
+            "Transaction boundary interval",
+        ),
+        ConfigKey::new(
+            OFFSETS_STORAGE_TOPIC,
+            ConfigType::String,
+            Importance::Low,
+            "Kafka Connect's offsets topic of this connector (its worker's offset.storage.topic, \
+             e.g. connect-offsets): a task with no offsets in Ferry starts from the last ones \
+             Kafka Connect wrote there for this connector's name, so that a pipeline moves from \
+             Kafka Connect to Ferry without reading anything twice or skipping anything. Unset: \
+             the worker's [worker] offset_storage_topic, if any.",
+        )
+        .shown("offsets.topic", 1, Width::Long, "Offsets topic"),
     ]
+}
+
+/// `exactly.once.support`'s values.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ExactlyOnce {
+    /// `requested`.
+    Requested,
+    /// `required`.
+    Required,
+}
+
+impl Choice for ExactlyOnce {
+    const CHOICES: &'static [(&'static str, ExactlyOnce)] = &[
+        ("requested", ExactlyOnce::Requested),
+        ("required", ExactlyOnce::Required),
+    ];
+}
+
+/// `transaction.boundary`'s values.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TransactionBoundary {
+    /// `poll`.
+    Poll,
+    /// `interval`.
+    Interval,
+    /// `connector`.
+    Connector,
+}
+
+impl Choice for TransactionBoundary {
+    const CHOICES: &'static [(&'static str, TransactionBoundary)] = &[
+        ("poll", TransactionBoundary::Poll),
+        ("interval", TransactionBoundary::Interval),
+        ("connector", TransactionBoundary::Connector),
+    ];
 }
 
 fn valid_regex(value: &str) -> Result<(), String> {

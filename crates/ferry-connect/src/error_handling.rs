@@ -7,7 +7,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use crate::config::{Choice, ConfigDef, ConfigKey, ConfigType, Importance, Values};
+use crate::config::{Choice, ConfigDef, ConfigKey, ConfigType, Importance, Values, Width};
 use crate::error::{ConnectError, Result, Stage};
 
 /// The first retry waits this long; each next one twice as long, up to the configured maximum.
@@ -115,17 +115,12 @@ impl ErrorSettings {
     }
 }
 
+/// The group of the error handling properties in the validate API.
+const GROUP: &str = "Error Handling";
+
 /// The properties of error handling every connector has.
 pub fn connector_config() -> ConfigDef {
     vec![
-        ConfigKey::new(
-            "errors.tolerance",
-            ConfigType::String,
-            Importance::Medium,
-            "none: a failing record fails the task; all: it is skipped (logged and dead-lettered as configured).",
-        )
-        .default("none")
-        .choice::<Tolerance>(),
         ConfigKey::new(
             "errors.retry.timeout",
             ConfigType::Long,
@@ -133,7 +128,8 @@ pub fn connector_config() -> ConfigDef {
             "How long (ms) a retriable failure is retried; 0: not at all, -1: forever.",
         )
         .default("0")
-        .validator(|v| crate::config::at_least(-1)(v)),
+        .validator(|v| crate::config::at_least(-1)(v))
+        .shown(GROUP, 1, Width::Medium, "Retry Timeout for Errors"),
         ConfigKey::new(
             "errors.retry.delay.max.ms",
             ConfigType::Long,
@@ -141,21 +137,33 @@ pub fn connector_config() -> ConfigDef {
             "The longest wait (ms) between retries, which start at 300 ms and double.",
         )
         .default("60000")
-        .validator(crate::config::positive),
+        .validator(crate::config::positive)
+        .shown(GROUP, 2, Width::Medium, "Maximum Delay Between Retries for Errors"),
+        ConfigKey::new(
+            "errors.tolerance",
+            ConfigType::String,
+            Importance::Medium,
+            "none: a failing record fails the task; all: it is skipped (logged and dead-lettered as configured).",
+        )
+        .default("none")
+        .choice::<Tolerance>()
+        .shown(GROUP, 3, Width::Short, "Error Tolerance"),
         ConfigKey::new(
             "errors.log.enable",
             ConfigType::Boolean,
             Importance::Medium,
             "Log each failure (at WARN) with its stage and record position.",
         )
-        .default("false"),
+        .default("false")
+        .shown(GROUP, 4, Width::Short, "Log Errors"),
         ConfigKey::new(
             "errors.log.include.messages",
             ConfigType::Boolean,
             Importance::Medium,
             "Include the record's key and value in that log line.",
         )
-        .default("false"),
+        .default("false")
+        .shown(GROUP, 5, Width::Short, "Log Error Details"),
     ]
 }
 
@@ -169,22 +177,30 @@ pub fn dead_letter_config() -> ConfigDef {
             Importance::Medium,
             "Topic for the records that failed (with errors.tolerance=all); empty: none.",
         )
-        .default(""),
+        .default("")
+        .shown(GROUP, 6, Width::Medium, "Dead Letter Queue Topic Name"),
         ConfigKey::new(
             "errors.deadletterqueue.topic.replication.factor",
-            ConfigType::Int,
-            Importance::Low,
+            ConfigType::Short,
+            Importance::Medium,
             "Replication factor of the dead letter queue when Ferry creates it.",
         )
         .default("3")
-        .validator(|v| crate::config::between(1, i64::from(i16::MAX))(v)),
+        .validator(crate::config::positive)
+        .shown(
+            GROUP,
+            7,
+            Width::Medium,
+            "Dead Letter Queue Topic Replication Factor",
+        ),
         ConfigKey::new(
             "errors.deadletterqueue.context.headers.enable",
             ConfigType::Boolean,
-            Importance::Low,
+            Importance::Medium,
             "Add the __connect.errors.* headers saying where and why the record failed.",
         )
-        .default("false"),
+        .default("false")
+        .shown(GROUP, 8, Width::Medium, "Enable Error Context Headers"),
     ]
 }
 

@@ -4,6 +4,7 @@
 
 #![warn(missing_docs)]
 
+pub mod catalog;
 pub mod config;
 pub mod converter;
 pub mod data;

@@ -53,6 +53,8 @@ pub enum TaskFactory {
 pub struct PluginDesc {
     /// Kafka Connect's class name.
     pub class: &'static str,
+    /// The class of its tasks in Kafka Connect, which a task config names (`task.class`).
+    pub task_class: &'static str,
     /// Short names Kafka Connect accepts too.
     pub aliases: &'static [&'static str],
     /// The plugin's version.

@@ -9,7 +9,8 @@ use std::collections::BTreeMap;
 
 /// The prefix of every property of topic creation.
 pub const PREFIX: &str = "topic.creation.";
-const GROUPS: &str = "topic.creation.groups";
+/// The property listing the groups besides `default`.
+pub const GROUPS: &str = "topic.creation.groups";
 const DEFAULT: &str = "default";
 
 /// One group's settings: `-1` leaves partitions or replication to the broker's defaults.

@@ -4,11 +4,11 @@
 
 use std::collections::BTreeMap;
 
-use crate::config::{connector_common, sink_common, ConfigDef, ConfigKey, ConfigType, Support};
+use crate::config::{connector_common, sink_common, ConfigDef, ConfigKey, Support, PLUGIN_VERSION};
 use crate::plugin::{find, Finding, PluginDesc, PluginKind};
 
 /// The validation of one property.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug)]
 pub struct FieldResult {
     /// The property's name.
     pub name: String,
@@ -18,12 +18,10 @@ pub struct FieldResult {
     pub errors: Vec<String>,
     /// What the user should know (accepted without effect, …).
     pub warnings: Vec<String>,
-    /// What the property does.
-    pub doc: String,
-    /// Its type, if it is declared.
-    pub ty: Option<ConfigType>,
-    /// Whether it must be given.
-    pub required: bool,
+    /// Its declaration, if it has one.
+    pub key: Option<ConfigKey>,
+    /// The values a form should offer.
+    pub recommended: Vec<String>,
 }
 
 impl FieldResult {
@@ -33,15 +31,14 @@ impl FieldResult {
             value: value.cloned(),
             errors: Vec::new(),
             warnings: Vec::new(),
-            doc: String::new(),
-            ty: None,
-            required: false,
+            key: None,
+            recommended: Vec::new(),
         }
     }
 }
 
 /// The validation of a whole config.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug)]
 pub struct Validation {
     /// The plugin's class, when `connector.class` named a known plugin.
     pub class: Option<&'static str>,
@@ -105,6 +102,16 @@ pub fn definition(plugin: &PluginDesc) -> ConfigDef {
         PluginKind::Source => def.extend(crate::config::source_common()),
     }
     def.extend((plugin.config)());
+    // Ferry's sources have a dead letter queue too (Kafka Connect's have none): last, after
+    // everything Kafka Connect lists.
+    if plugin.kind() == PluginKind::Source {
+        def.extend(crate::error_handling::dead_letter_config());
+    }
+    for key in &mut def {
+        if key.name == PLUGIN_VERSION {
+            key.default = Some(plugin.version);
+        }
+    }
     def
 }
 
@@ -179,6 +186,21 @@ pub fn validate(plugins: &[PluginDesc], config: &BTreeMap<String, String>) -> Va
         }
     }
     if let Some(plugin) = plugin {
+        if let Some(field) = validation.field(PLUGIN_VERSION) {
+            field.recommended = vec![plugin.version.to_string()];
+        }
+        if let Some(asked) = config.get(PLUGIN_VERSION) {
+            if asked.trim() != plugin.version {
+                validation.add_error(
+                    config,
+                    PLUGIN_VERSION,
+                    format!(
+                        "Ferry has version {} of {}, not {asked:?}",
+                        plugin.version, plugin.class
+                    ),
+                );
+            }
+        }
         if plugin.kind() == PluginKind::Sink {
             check_topics(config, &mut validation);
         }
@@ -251,14 +273,16 @@ fn check_converter_property(
 
 fn check_key(key: &ConfigKey, value: Option<&String>) -> FieldResult {
     let mut field = FieldResult::new(key.name, value);
-    field.doc = key.doc.to_string();
-    field.ty = Some(key.ty);
-    field.required = key.required;
+    field.key = Some(key.clone());
+    if let Some(values) = key.recommended {
+        field.recommended = values().into_iter().map(str::to_string).collect();
+    }
     match value {
         None if key.required && key.default.is_none() => {
-            field
-                .errors
-                .push(format!("missing required property {}", key.name));
+            field.errors.push(format!(
+                "Missing required configuration \"{}\" which has no default value.",
+                key.name
+            ));
         }
         None => {}
         Some(value) => {
@@ -285,8 +309,15 @@ fn check_topics(config: &BTreeMap<String, String>, validation: &mut Validation) 
     if let Err(e) = crate::topics::Topics::of(config) {
         let (property, problem) = e.problem("topics");
         if property == "topics" {
-            if let Some(field) = validation.field("topics") {
-                field.errors.push(problem);
+            // Both given: the error is on both, as Kafka Connect reports it.
+            let given = |name: &str| config.get(name).is_some_and(|v| !v.trim().is_empty());
+            let both = given("topics") && given("topics.regex");
+            for name in ["topics", "topics.regex"] {
+                if name == "topics" || both {
+                    if let Some(field) = validation.field(name) {
+                        field.errors.push(problem.clone());
+                    }
+                }
             }
         }
     }
@@ -295,11 +326,12 @@ fn check_topics(config: &BTreeMap<String, String>, validation: &mut Validation) 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::{ConfigKey, Importance};
+    use crate::config::{ConfigKey, ConfigType, Importance};
 
     fn plugins() -> Vec<PluginDesc> {
         vec![PluginDesc {
             class: "org.example.TestSink",
+            task_class: "org.example.TestSinkTask",
             aliases: &["TestSink"],
             version: "1",
             connector: |_| Err(crate::ConnectError::fatal("not built in validation tests")),
@@ -494,7 +526,7 @@ mod tests {
         );
         assert_eq!(
             errors_of(&v, "file"),
-            vec!["missing required property file"]
+            vec!["Missing required configuration \"file\" which has no default value."]
         );
         assert!(errors_of(&v, "topics")[0].contains("must configure one of topics"));
     }

@@ -65,6 +65,7 @@ impl FileSourceConfig {
 pub fn sink_plugin() -> PluginDesc {
     PluginDesc {
         class: SINK_CLASS,
+        task_class: "org.apache.kafka.connect.file.FileStreamSinkTask",
         aliases: &["FileStreamSink", "FileStreamSinkConnector"],
         version: VERSION,
         connector: FileSinkConnector::build,
@@ -78,6 +79,7 @@ pub fn sink_plugin() -> PluginDesc {
 pub fn source_plugin() -> PluginDesc {
     PluginDesc {
         class: SOURCE_CLASS,
+        task_class: "org.apache.kafka.connect.file.FileStreamSourceTask",
         aliases: &["FileStreamSource", "FileStreamSourceConnector"],
         version: VERSION,
         connector: FileSourceConnector::build,
@@ -176,7 +178,7 @@ mod tests {
         );
         assert_eq!(
             missing.errors(),
-            vec!["topic: missing required property topic"]
+            vec!["topic: Missing required configuration \"topic\" which has no default value."]
         );
         let two = validate(
             &plugins,

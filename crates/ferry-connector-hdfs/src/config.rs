@@ -23,6 +23,7 @@ const VERSION: &str = env!("CARGO_PKG_VERSION");
 pub fn sink_plugin() -> PluginDesc {
     PluginDesc {
         class: SINK_CLASS,
+        task_class: "io.confluent.connect.hdfs.HdfsSinkTask",
         aliases: &["HdfsSinkConnector"],
         version: VERSION,
         connector: HdfsSinkConnector::build,
@@ -36,6 +37,7 @@ pub fn sink_plugin() -> PluginDesc {
 pub fn hdfs3_sink_plugin() -> PluginDesc {
     PluginDesc {
         class: HDFS3_SINK_CLASS,
+        task_class: "io.confluent.connect.hdfs3.Hdfs3SinkTask",
         aliases: &["Hdfs3SinkConnector"],
         version: VERSION,
         ..sink_plugin()

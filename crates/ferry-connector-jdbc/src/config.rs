@@ -23,6 +23,7 @@ pub const TABLES: &str = "tables";
 pub fn sink_plugin() -> PluginDesc {
     PluginDesc {
         class: SINK_CLASS,
+        task_class: "io.confluent.connect.jdbc.sink.JdbcSinkTask",
         aliases: &["JdbcSinkConnector"],
         version: env!("CARGO_PKG_VERSION"),
         connector: JdbcSinkConnector::build,
@@ -36,6 +37,7 @@ pub fn sink_plugin() -> PluginDesc {
 pub fn source_plugin() -> PluginDesc {
     PluginDesc {
         class: SOURCE_CLASS,
+        task_class: "io.confluent.connect.jdbc.source.JdbcSourceTask",
         aliases: &["JdbcSourceConnector"],
         version: env!("CARGO_PKG_VERSION"),
         connector: JdbcSourceConnector::build,

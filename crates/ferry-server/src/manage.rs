@@ -129,8 +129,13 @@ impl Core {
 
     /// The kind of connector a config is, if its class is a plugin of this build.
     pub fn kind_of(&self, config: &ConfigMap) -> Option<PluginKind> {
+        self.plugin_of(config).map(|p| p.kind())
+    }
+
+    /// The plugin a connector config names, if this build has it.
+    pub fn plugin_of(&self, config: &ConfigMap) -> Option<&PluginDesc> {
         let class = config.get("connector.class")?;
-        ferry_connect::plugin::find(&self.plugins, class).map(|p| p.kind())
+        ferry_connect::plugin::find(&self.plugins, class)
     }
 
     /// Write a command through the leader; the state machine's rejection becomes an error.
@@ -252,27 +257,37 @@ impl Core {
             Outcome::Connector { version, created } => (version, created),
             _ => (0, false),
         };
-        let target = self
-            .node
-            .state()
-            .read()
-            .state
-            .connectors
-            .get(name)
-            .map(|c| c.target)
-            .unwrap_or_default();
+        // As stored, with the tasks it has now (Kafka Connect answers an update with the tasks
+        // of the config it replaces): read linearizably, so that a follower that forwarded the
+        // write answers with it.
+        let now = self
+            .read(|s| {
+                s.connectors
+                    .get(name)
+                    .filter(|c| c.version == version)
+                    .cloned()
+            })
+            .await
+            .ok()
+            .flatten()
+            .map(|mut c| {
+                // A new connector has no tasks yet, whatever it made since.
+                if created {
+                    c.tasks.clear();
+                }
+                c
+            });
         info!(
             connector = name,
             version, created, "connector config stored"
         );
         Ok(Stored::Done(Box::new(StoredConnector {
             name: name.to_string(),
-            connector: Connector {
+            connector: now.unwrap_or(Connector {
                 config,
                 version,
-                target,
                 ..Default::default()
-            },
+            }),
             kind,
             created,
             warnings,

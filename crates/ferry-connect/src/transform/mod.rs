@@ -202,6 +202,14 @@ pub fn classes() -> Vec<TransformClass> {
     all
 }
 
+/// A plugin's class and its properties.
+pub type Described = (&'static str, fn() -> ConfigDef);
+
+/// Every predicate Ferry has: its class and its properties.
+pub fn predicate_classes() -> Vec<Described> {
+    predicate::catalog()
+}
+
 /// The transform class a name stands for: the full class name, or the name without
 /// Kafka Connect's package (`ExtractField$Key`).
 pub fn find_class(name: &str) -> Option<TransformClass> {

@@ -65,6 +65,11 @@ fn classes() -> Vec<PredicateClass> {
     ]
 }
 
+/// Every predicate Ferry has: its class and its properties.
+pub(crate) fn catalog() -> Vec<super::Described> {
+    classes().into_iter().map(|c| (c.class, c.config)).collect()
+}
+
 /// The predicates a connector config declares, by alias.
 pub fn from_config(
     config: &BTreeMap<String, String>,

@@ -123,9 +123,19 @@ pub fn validation(v: &Validation) -> pb::ValidateConfigResponse {
                     .unwrap_or_default(),
                 errors: f.errors.clone(),
                 warnings: f.warnings.clone(),
-                documentation: f.doc.clone(),
-                r#type: f.ty.map(|t| t.as_str()).unwrap_or_default().to_string(),
-                required: f.required,
+                documentation: f
+                    .key
+                    .as_ref()
+                    .map(|k| k.doc)
+                    .unwrap_or_default()
+                    .to_string(),
+                r#type: f
+                    .key
+                    .as_ref()
+                    .map(|k| k.ty.as_str())
+                    .unwrap_or_default()
+                    .to_string(),
+                required: f.key.as_ref().is_some_and(|k| k.required),
             })
             .collect(),
     }
@@ -138,7 +148,7 @@ pub fn offsets(state: &ClusterState, name: &str) -> pb::ConnectorOffsets {
         for (topic, partitions) in &offsets.sink {
             for (partition, offset) in partitions {
                 out.push(pb::ConnectorOffset {
-                    partition_json: json!({"kafka_topic": topic, "kafka_partition": partition})
+                    partition_json: json!({"kafka_partition": partition, "kafka_topic": topic})
                         .to_string(),
                     offset_json: json!({ "kafka_offset": offset }).to_string(),
                 });

@@ -34,7 +34,6 @@ pub fn routes() -> Router<Rest> {
         .route("/connectors/{name}/resume", put(resume))
         .route("/connectors/{name}/stop", put(stop))
         .route("/connectors/{name}/tasks", get(tasks))
-        .route("/connectors/{name}/tasks-config", get(tasks_config))
         .route("/connectors/{name}/tasks/{task}/status", get(task_status))
         .route(
             "/connectors/{name}/tasks/{task}/restart",
@@ -85,11 +84,11 @@ async fn about_or<T>(
 
 /// A connector's status as the REST API shows it.
 fn state_of(rest: &Rest, s: &ferry_meta::ClusterState, name: &str) -> Option<ConnectorState> {
-    let kind = s
+    let plugin = s
         .connectors
         .get(name)
-        .and_then(|c| rest.core.kind_of(&c.config));
-    ConnectorState::of(s, name, kind)
+        .and_then(|c| rest.core.plugin_of(&c.config));
+    ConnectorState::of(s, name, plugin.map(|p| p.kind()), plugin.map(|p| p.version))
 }
 
 /// A query parameter as Jersey reads a boolean: `true` in any case, anything else false.
@@ -188,12 +187,46 @@ fn full_config(value: &Value, name: &str) -> RestResult<BTreeMap<String, String>
     Ok(config)
 }
 
-/// Kafka Connect's checks of `connector.class` before validation: 400 without one, 500 for a
-/// class that is not a plugin.
-fn known_class(rest: &Rest, config: &BTreeMap<String, String>) -> RestResult<()> {
+/// What Kafka Connect finds wrong with a config's `connector.class` before validating it.
+pub(super) enum ClassProblem {
+    /// The config has none.
+    Missing(String),
+    /// It names no plugin of this build.
+    Unknown(String),
+}
+
+impl ClassProblem {
+    /// What Kafka Connect says.
+    pub(super) fn message(&self) -> &str {
+        match self {
+            ClassProblem::Missing(m) | ClassProblem::Unknown(m) => m,
+        }
+    }
+
+    /// The answer to a create or replace: 400, naming Kafka Connect's exception for an
+    /// unknown class.
+    fn answer(self) -> RestError {
+        match self {
+            ClassProblem::Missing(m) => RestError::bad_request(m),
+            ClassProblem::Unknown(m) => RestError::bad_request(format!(
+                "org.apache.kafka.connect.errors.ConnectException: {m}"
+            )),
+        }
+    }
+}
+
+/// The config's `connector.class`, if it names a plugin of this build.
+pub(super) fn known_class(
+    rest: &Rest,
+    config: &BTreeMap<String, String>,
+) -> Result<String, ClassProblem> {
     let Some(class) = config.get("connector.class") else {
-        let shown: Vec<String> = config.iter().map(|(k, v)| format!("{k}={v}")).collect();
-        return Err(RestError::bad_request(format!(
+        // Secrets stay hidden, here as everywhere.
+        let shown: Vec<String> = config
+            .iter()
+            .map(|(k, v)| format!("{k}={}", ferry_meta::redact::redact_value(k, v)))
+            .collect();
+        return Err(ClassProblem::Missing(format!(
             "Connector config {{{}}} contains no connector type",
             shown.join(", ")
         )));
@@ -201,13 +234,13 @@ fn known_class(rest: &Rest, config: &BTreeMap<String, String>) -> RestResult<()>
     let plugins = rest.core.plugins();
     if ferry_connect::plugin::find(plugins, class).is_none() {
         let available: Vec<&str> = plugins.iter().map(|p| p.class).collect();
-        return Err(RestError::internal(format!(
+        return Err(ClassProblem::Unknown(format!(
             "Failed to find any class that implements Connector and which name matches {class}, \
              available connectors are: {}",
             available.join(", ")
         )));
     }
-    Ok(())
+    Ok(class.clone())
 }
 
 /// Where a created connector is found.
@@ -241,7 +274,10 @@ async fn store(
     config: BTreeMap<String, String>,
     write: Put,
 ) -> RestResult<Response> {
-    known_class(rest, &config)?;
+    // Kafka Connect checks the class of the config with its name in it.
+    let mut named = config.clone();
+    named.insert("name".into(), name.to_string());
+    known_class(rest, &named).map_err(ClassProblem::answer)?;
     let stored = rest
         .core
         .put(name, config, write, "")
@@ -451,21 +487,17 @@ async fn stop(State(rest): State<Rest>, Path(name): Path<String>) -> RestResult<
 }
 
 async fn tasks(State(rest): State<Rest>, Path(name): Path<String>) -> RestResult<Response> {
-    let tasks = about(&rest, &name, |s| super::entities::tasks(s, &name)).await?;
+    let tasks = about(&rest, &name, |s| {
+        let connector = s.connectors.get(&name)?;
+        // A stopped connector has no tasks in Kafka Connect (its task configs are removed).
+        if connector.target == TargetState::Stopped {
+            return Some(Vec::new());
+        }
+        let plugin = rest.core.plugin_of(&connector.config);
+        super::entities::tasks(s, &name, plugin.map(|p| p.task_class))
+    })
+    .await?;
     Ok(Json(tasks).into_response())
-}
-
-/// Deprecated in Kafka Connect (KIP-970), still served: `{"name-0": {…}, …}`.
-async fn tasks_config(State(rest): State<Rest>, Path(name): Path<String>) -> RestResult<Response> {
-    let tasks = about(&rest, &name, |s| super::entities::tasks(s, &name)).await?;
-    let by_id: serde_json::Map<String, Value> = tasks
-        .into_iter()
-        .map(|t| {
-            let config = serde_json::to_value(t.config).unwrap_or(Value::Null);
-            (format!("{name}-{}", t.id.task), config)
-        })
-        .collect();
-    Ok(Json(by_id).into_response())
 }
 
 /// A task id from the path: Kafka Connect answers a non-number with its plain 404.

@@ -6,6 +6,7 @@
 mod connectors;
 pub mod entities;
 pub mod error;
+mod plugins;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -21,7 +22,7 @@ use serde_json::Value;
 use tokio::sync::{watch, OnceCell};
 
 use crate::manage::Core;
-use entities::{PluginInfo, ServerInfo, WorkerStatus};
+use entities::{ServerInfo, WorkerStatus};
 use error::{RestError, RestResult};
 
 /// How long `GET /health` waits for the control plane to answer, as Kafka Connect waits.
@@ -44,7 +45,7 @@ pub fn router(core: Core) -> Router {
     Router::new()
         .route("/", get(root))
         .route("/health", get(health))
-        .route("/connector-plugins", get(plugins))
+        .merge(plugins::routes())
         .merge(connectors::routes())
         .fallback(|| async { RestError::not_found("HTTP 404 Not Found") })
         .method_not_allowed_fallback(|| async {
@@ -122,20 +123,6 @@ async fn health(State(rest): State<Rest>) -> Response {
         message: message.to_string(),
     };
     (code, Json(body)).into_response()
-}
-
-async fn plugins(State(rest): State<Rest>) -> Json<Vec<PluginInfo>> {
-    Json(
-        rest.core
-            .plugins()
-            .iter()
-            .map(|p| PluginInfo {
-                class: p.class,
-                kind: p.kind().as_str(),
-                version: p.version,
-            })
-            .collect(),
-    )
 }
 
 /// A request's JSON body: 415 for another media type, 500 for what does not parse (as Kafka
