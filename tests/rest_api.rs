@@ -427,5 +427,46 @@ fn kafka_connect_s_rest_api_on_every_node() {
         "HTTP 405 Method Not Allowed",
     );
     assert_eq!(l.get("/connectors"), json!(["other"]));
+
+    // Log levels at run time (KIP-495): a logger is a tracing target; a change applies to
+    // the node at once — its log shows the DEBUG lines it did not write before.
+    let loggers = f.get("/admin/loggers");
+    assert_eq!(
+        loggers["root"],
+        json!({"level": "INFO", "last_modified": null}),
+        "{loggers}"
+    );
+    assert_eq!(loggers["openraft"]["level"], "WARN", "{loggers}");
+    let path = "/admin/loggers/ferryd";
+    let no_level = json!({});
+    let unknown = json!({"level": "LOUD"});
+    f.error("PUT", path, Body::Json(&no_level), 400, "Desired 'level'");
+    f.error(
+        "PUT",
+        path,
+        Body::Json(&unknown),
+        404,
+        "invalid log level 'LOUD'.",
+    );
+    let debug_lines = |id: u64| {
+        cluster
+            .log_text(id)
+            .lines()
+            .filter(|line| line.contains(" DEBUG ") && line.contains(" ferryd::"))
+            .count()
+    };
+    assert_eq!(debug_lines(f.id), 0, "DEBUG lines before the change");
+    let changed = f.send("PUT", path, &json!({"level": "debug"}), 200);
+    assert_eq!(changed, json!(["ferryd"]));
+    let level = f.get("/admin/loggers/ferryd::rest");
+    assert_eq!(level["level"], "DEBUG", "{level}");
+    assert!(level["last_modified"].is_u64(), "{level}");
+    // Every write is logged at DEBUG by the management core: one through this node shows.
+    f.call("PUT", "/connectors/other/pause", none, 202);
+    wait_for("ferryd's DEBUG lines in the node's log", FLOW, || {
+        (debug_lines(f.id) > 0).then_some(())
+    });
+    let back = f.send("PUT", path, &json!({"level": "INFO"}), 200);
+    assert_eq!(back, json!(["ferryd"]));
     say("REST: every request answered as Kafka Connect answers it, through followers and the leader");
 }

@@ -190,6 +190,7 @@ fn normalise(path: &str, body: &mut Value, versions: &[&str]) {
                         "trace" if v.is_string() => *v = json!("<trace>"),
                         "commit" | "kafka_cluster_id" if v.is_string() => *v = json!("<id>"),
                         "recommended_values" => *v = json!("<plugins>"),
+                        "last_modified" if v.is_u64() => *v = json!("<time>"),
                         _ => walk(v, versions),
                     }
                 }
@@ -216,6 +217,16 @@ fn normalise(path: &str, body: &mut Value, versions: &[&str]) {
             items.sort_by(|a, b| a["class"].to_string().cmp(&b["class"].to_string()));
         }
     }
+}
+
+/// Keep the loggers both systems list (each has its own: Java classes, Rust modules).
+fn common_loggers(kc: &mut Value, ferry: &mut Value) {
+    let (Value::Object(a), Value::Object(b)) = (&mut *kc, &mut *ferry) else {
+        return;
+    };
+    let both: BTreeSet<String> = a.keys().filter(|k| b.contains_key(*k)).cloned().collect();
+    a.retain(|k, _| both.contains(k));
+    b.retain(|k, _| both.contains(k));
 }
 
 /// Keep the plugins both systems list.
@@ -263,6 +274,9 @@ impl Systems<'_> {
         if r.path.starts_with("/connector-plugins") && !r.path.contains("/config") {
             common_plugins(&mut a, &mut b);
         }
+        if r.path == "/admin/loggers" {
+            common_loggers(&mut a, &mut b);
+        }
         let mut found = Vec::new();
         if kc.status != ferry.status {
             found.push((
@@ -296,7 +310,12 @@ impl Systems<'_> {
 
     fn run(&mut self, r: Request) {
         self.asked += 1;
-        let node = (self.asked as u64 % 3) + 1;
+        // Log levels are a node's own (scope=worker): those requests all go to one node.
+        let node = if r.path.starts_with("/admin/loggers") {
+            1
+        } else {
+            (self.asked as u64 % 3) + 1
+        };
         let started = Instant::now();
         let unlisted = loop {
             let (kc, ferry) = self.answers(&r, node);
@@ -535,6 +554,27 @@ fn script(dir: &std::path::Path) -> Vec<Request> {
             "/connectors",
             json!({"name": "compat-odd", "config": sink(&out, "1"),
                    "initial_state": "SLEEPING"}),
+        ),
+        // Log levels (KIP-495).
+        req("GET", "/admin/loggers"),
+        req("GET", "/admin/loggers/root"),
+        with("PUT", "/admin/loggers/compat.test", json!({})),
+        with(
+            "PUT",
+            "/admin/loggers/compat.test",
+            json!({"level": "LOUD"}),
+        ),
+        with(
+            "PUT",
+            "/admin/loggers/compat.test",
+            json!({"level": "debug"}),
+        ),
+        req("GET", "/admin/loggers/compat.test"),
+        req("GET", "/admin/loggers/compat.never.set"),
+        with(
+            "PUT",
+            "/admin/loggers/compat.test?scope=worker",
+            json!({"level": "INFO"}),
         ),
         // Unknown connectors, paths and methods.
         req("PUT", "/connectors/nope/pause"),

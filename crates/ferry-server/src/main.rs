@@ -8,6 +8,7 @@ mod config;
 mod error;
 mod fatal;
 mod limits;
+mod loggers;
 mod manage;
 mod plugins;
 mod rest;
@@ -42,27 +43,51 @@ enum LogFormat {
     Json,
 }
 
-fn init_tracing(format: LogFormat) {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| {
-        tracing_subscriber::EnvFilter::new(
-            "info,openraft=warn,sled=warn,h2=warn,tower=warn,hyper=warn",
-        )
+/// Replaces the node's log filter.
+type Reload = Box<dyn Fn(tracing_subscriber::EnvFilter) -> Result<(), String> + Send + Sync>;
+
+/// The node's logging: its filter from `RUST_LOG` or Ferry's default, reloadable, so that
+/// `/admin/loggers` can change levels at run time.
+fn init_tracing(format: LogFormat) -> loggers::Loggers {
+    const DEFAULT: &str = "info,openraft=warn,sled=warn,h2=warn,tower=warn,hyper=warn";
+    let mut directives = std::env::var("RUST_LOG").unwrap_or_else(|_| DEFAULT.to_string());
+    let filter = tracing_subscriber::EnvFilter::try_new(&directives).unwrap_or_else(|_| {
+        directives = DEFAULT.to_string();
+        tracing_subscriber::EnvFilter::new(DEFAULT)
     });
     // Colours only on a terminal: log files stay plain text.
     let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
     let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
         .with_ansi(ansi)
         .with_writer(std::io::stderr);
-    match format {
-        LogFormat::Text => builder.init(),
-        LogFormat::Json => builder.json().init(),
-    }
+    let reload: Reload = match format {
+        LogFormat::Text => {
+            let builder = builder.with_env_filter(filter).with_filter_reloading();
+            let handle = builder.reload_handle();
+            builder.init();
+            Box::new(move |f| handle.reload(f).map_err(|e| e.to_string()))
+        }
+        LogFormat::Json => {
+            let builder = builder
+                .json()
+                .with_env_filter(filter)
+                .with_filter_reloading();
+            let handle = builder.reload_handle();
+            builder.init();
+            Box::new(move |f| handle.reload(f).map_err(|e| e.to_string()))
+        }
+    };
+    let apply: loggers::Apply = std::sync::Arc::new(move |directives: &str| {
+        let filter = tracing_subscriber::EnvFilter::try_new(directives)
+            .map_err(|e| format!("log levels {directives:?}: {e}"))?;
+        reload(filter)
+    });
+    loggers::Loggers::new(&directives, Some(apply))
 }
 
 fn main() -> ExitCode {
     let args = Args::parse();
-    init_tracing(args.log_format);
+    let loggers = init_tracing(args.log_format);
     let config = match config::ClusterConfig::load(&args.config) {
         Ok(config) => config,
         Err(e) => {
@@ -92,7 +117,7 @@ fn main() -> ExitCode {
             let _ = stop_tx.send(true);
             exit_after(bound);
         });
-        match startup::run(config, stop_rx).await {
+        match startup::run(config, loggers, stop_rx).await {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {
                 error!(error = %format!("{e:#}"), "ferryd failed");

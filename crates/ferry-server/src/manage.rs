@@ -241,6 +241,11 @@ impl Core {
         }
         let config = ConfigMap(config);
         let kind = self.kind_of(&config);
+        // Kafka Connect answers an update with the tasks of the config it replaces.
+        let replaced = self
+            .read(|s| s.connectors.get(name).map(|c| c.tasks.clone()))
+            .await?
+            .unwrap_or_default();
         let outcome = self
             .write(
                 id,
@@ -257,9 +262,8 @@ impl Core {
             Outcome::Connector { version, created } => (version, created),
             _ => (0, false),
         };
-        // As stored, with the tasks it has now (Kafka Connect answers an update with the tasks
-        // of the config it replaces): read linearizably, so that a follower that forwarded the
-        // write answers with it.
+        // As stored (read linearizably, so that a follower that forwarded the write answers
+        // with it), with the tasks of the config it replaced: none for a new connector.
         let now = self
             .read(|s| {
                 s.connectors
@@ -271,10 +275,7 @@ impl Core {
             .ok()
             .flatten()
             .map(|mut c| {
-                // A new connector has no tasks yet, whatever it made since.
-                if created {
-                    c.tasks.clear();
-                }
+                c.tasks = if created { Vec::new() } else { replaced };
                 c
             });
         info!(

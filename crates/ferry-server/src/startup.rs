@@ -44,7 +44,11 @@ const SERVER_DRAIN: Duration = Duration::from_secs(2);
 const LOOP_STOP: Duration = Duration::from_secs(1);
 
 /// Run a node until `shutdown` turns true. Returns an error if it cannot start.
-pub async fn run(config: ClusterConfig, mut shutdown: watch::Receiver<bool>) -> anyhow::Result<()> {
+pub async fn run(
+    config: ClusterConfig,
+    loggers: crate::loggers::Loggers,
+    mut shutdown: watch::Receiver<bool>,
+) -> anyhow::Result<()> {
     std::fs::create_dir_all(&config.data_dir)
         .with_context(|| format!("cannot create data_dir {}", config.data_dir.display()))?;
     if let Some(version) = config.raft.test_format_version {
@@ -113,7 +117,7 @@ pub async fn run(config: ClusterConfig, mut shutdown: watch::Receiver<bool>) -> 
         config.limits.clone(),
         kafka.clone(),
     );
-    let rest_router = crate::rest::router(core.clone());
+    let rest_router = crate::rest::router(core.clone(), loggers);
     let rest_tasks: Vec<JoinHandle<std::io::Result<()>>> = rest_listeners
         .into_iter()
         .map(|(addr, listener)| {

@@ -6,6 +6,7 @@
 mod connectors;
 pub mod entities;
 pub mod error;
+mod loggers;
 mod plugins;
 
 use std::collections::BTreeMap;
@@ -32,20 +33,23 @@ const HEALTH_TIMEOUT: Duration = Duration::from_secs(10);
 #[derive(Clone)]
 pub struct Rest {
     core: Core,
+    loggers: crate::loggers::Loggers,
     /// The Kafka cluster's id, asked once.
     kafka_cluster_id: Arc<OnceCell<Option<String>>>,
 }
 
 /// The REST API over `core`.
-pub fn router(core: Core) -> Router {
+pub fn router(core: Core, loggers: crate::loggers::Loggers) -> Router {
     let rest = Rest {
         core,
+        loggers,
         kafka_cluster_id: Arc::new(OnceCell::new()),
     };
     Router::new()
         .route("/", get(root))
         .route("/health", get(health))
         .merge(plugins::routes())
+        .merge(loggers::routes())
         .merge(connectors::routes())
         .fallback(|| async { RestError::not_found("HTTP 404 Not Found") })
         .method_not_allowed_fallback(|| async {
