@@ -565,6 +565,9 @@ pub const OFFSETS_STORAGE_TOPIC: &str = "offsets.storage.topic";
 
 const EXACTLY_ONCE: &str = "Exactly Once Support";
 
+/// Why the transaction properties of a source have no effect.
+const NO_TRANSACTIONS: &str = "Ferry's sources do not write in transactions";
+
 /// Properties every source connector has (Kafka Connect's `SourceConnectorConfig`).
 pub fn source_common() -> ConfigDef {
     vec![
@@ -602,9 +605,7 @@ pub fn source_common() -> ConfigDef {
         )
         .default("poll")
         .choice::<TransactionBoundary>()
-        .support(Support::NoEffect(
-            "Ferry's sources do not write in transactions",
-        ))
+        .support(Support::NoEffect(NO_TRANSACTIONS))
         .shown(EXACTLY_ONCE, 3, Width::Short, "Transaction Boundary"),
         ConfigKey::new(
             "transaction.boundary.interval.ms",
@@ -612,9 +613,7 @@ pub fn source_common() -> ConfigDef {
             Importance::Low,
             "With transaction.boundary=interval: how long a transaction lasts.",
         )
-        .support(Support::NoEffect(
-            "Ferry's sources do not write in transactions",
-        ))
+        .support(Support::NoEffect(NO_TRANSACTIONS))
         .shown(
             EXACTLY_ONCE,
             4,

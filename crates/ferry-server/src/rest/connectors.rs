@@ -166,18 +166,10 @@ fn invalid_errors(errors: &[String]) -> RestError {
 /// A config for a create or a replace: no `null` value (Kafka Connect refuses one in
 /// validation), and a `name`, if given, equal to the connector's.
 fn full_config(value: &Value, name: &str) -> RestResult<BTreeMap<String, String>> {
-    let mut config = BTreeMap::new();
-    let mut nulls = Vec::new();
-    for (k, v) in config_map(value)? {
-        match v {
-            Some(v) => {
-                config.insert(k, v);
-            }
-            None => nulls.push("Null value can not be supplied as the configuration value.".into()),
-        }
-    }
+    let (config, nulls) = super::split_nulls(value)?;
     if !nulls.is_empty() {
-        return Err(invalid_errors(&nulls));
+        let errors = vec![super::NULL_VALUE.to_string(); nulls.len()];
+        return Err(invalid_errors(&errors));
     }
     if let Some(given) = config.get("name").filter(|given| *given != name) {
         return Err(RestError::bad_request(format!(

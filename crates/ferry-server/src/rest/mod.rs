@@ -177,6 +177,24 @@ fn config_map(value: &Value) -> RestResult<BTreeMap<String, Option<String>>> {
         .collect()
 }
 
+/// Kafka Connect's error for a property given as `null`.
+const NULL_VALUE: &str = "Null value can not be supplied as the configuration value.";
+
+/// A config map's properties given a value, and the names of those given `null`.
+fn split_nulls(value: &Value) -> RestResult<(BTreeMap<String, String>, Vec<String>)> {
+    let mut config = BTreeMap::new();
+    let mut nulls = Vec::new();
+    for (k, v) in config_map(value)? {
+        match v {
+            Some(v) => {
+                config.insert(k, v);
+            }
+            None => nulls.push(k),
+        }
+    }
+    Ok((config, nulls))
+}
+
 fn json_kind(value: &Value) -> &'static str {
     match value {
         Value::Object(_) => "Object value",

@@ -2,8 +2,6 @@
 //! `connectorsOnly=false` transforms, predicates and converters), each one's properties, and
 //! the validation of a connector config as a create would validate it.
 
-use std::collections::BTreeMap;
-
 use axum::body::Bytes;
 use axum::extract::{Path, Query, State};
 use axum::http::HeaderMap;
@@ -15,7 +13,7 @@ use ferry_connect::validate::definition;
 
 use super::entities::{ConfigInfos, ConfigKeyInfo, PluginInfo};
 use super::error::{Asked, RestError, RestResult};
-use super::{config_map, json_body, Rest};
+use super::{json_body, Rest};
 
 /// Kafka Connect's prefix of the errors its validate endpoint wraps in a 500.
 const BAD_REQUEST: &str = "org.apache.kafka.connect.runtime.rest.errors.BadRequestException: ";
@@ -99,16 +97,7 @@ async fn validate(
     body: Bytes,
 ) -> RestResult<Json<ConfigInfos>> {
     let body = json_body(&headers, &body)?;
-    let mut config = BTreeMap::new();
-    let mut nulls = Vec::new();
-    for (k, v) in config_map(&body)? {
-        match v {
-            Some(v) => {
-                config.insert(k, v);
-            }
-            None => nulls.push(k),
-        }
-    }
+    let (config, nulls) = super::split_nulls(&body)?;
     // A config without a known class is an error of the request, which Kafka Connect
     // answers with a 500 naming its exception.
     let class = super::connectors::known_class(&rest, &config)
@@ -123,11 +112,7 @@ async fn validate(
         .validate(&config)
         .map_err(|e| RestError::from_core(e, Asked::Read, String::new))?;
     for name in nulls {
-        validation.add_error(
-            &config,
-            &name,
-            "Null value can not be supplied as the configuration value.".into(),
-        );
+        validation.add_error(&config, &name, super::NULL_VALUE.into());
     }
     Ok(Json(ConfigInfos::of(&class, &validation)))
 }
