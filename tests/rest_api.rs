@@ -6,8 +6,8 @@
 use std::time::Duration;
 
 use ferry_tests::pipeline::started;
-use ferry_tests::rest::{Answer, Body};
-use ferry_tests::{say, wait_for, Cluster, Kafka, Settings};
+use ferry_tests::rest::{self, Answer, Body};
+use ferry_tests::{free_port, say, wait_for, Cluster, Kafka, Settings};
 use serde_json::{json, Value};
 
 const FLOW: Duration = Duration::from_secs(90);
@@ -469,4 +469,83 @@ fn kafka_connect_s_rest_api_on_every_node() {
     let back = f.send("PUT", path, &json!({"level": "INFO"}), 200);
     assert_eq!(back, json!(["ferryd"]));
     say("REST: every request answered as Kafka Connect answers it, through followers and the leader");
+}
+
+/// Kafka Connect's `admin.listeners` (`/admin/*` only there) and CORS
+/// (`access.control.allow.origin`, `.methods`): a browser's preflight and requests from an
+/// allowed origin get the headers, others none.
+#[test]
+fn admin_listeners_and_cors_as_configured() {
+    let kafka = Kafka::start(&[]);
+    let admin_port = free_port();
+    let admin = format!("http://127.0.0.1:{admin_port}");
+    let settings = Settings {
+        rest: vec![
+            ("admin_listeners".into(), format!("{admin:?}")),
+            (
+                "access_control_allow_origin".into(),
+                "\"http://console.example\"".into(),
+            ),
+            ("access_control_allow_methods".into(), "\"GET,PUT\"".into()),
+        ],
+        ..Settings::default()
+    };
+    let (cluster, _) = started(1, &kafka, settings);
+    let main = cluster.node(1).rest.clone();
+    let get = |base: &str, path: &str| {
+        rest::call(base, "GET", path, Body::None)
+            .unwrap_or_else(|| panic!("no answer to GET {base}{path}"))
+            .status
+    };
+    assert_eq!(
+        get(&main, "/admin/loggers"),
+        404,
+        "no /admin on the main listener"
+    );
+    assert_eq!(get(&admin, "/admin/loggers"), 200);
+    assert_eq!(
+        get(&admin, "/connectors"),
+        404,
+        "only /admin on the admin listener"
+    );
+    assert_eq!(get(&main, "/connectors"), 200);
+
+    let from = |origin: &str, method: &str, headers: &[(&str, &str)]| {
+        let mut all = vec![("Origin", origin)];
+        all.extend_from_slice(headers);
+        rest::call_with(&main, method, "/connectors", Body::None, &all).expect("an answer")
+    };
+    let preflight = from(
+        "http://console.example",
+        "OPTIONS",
+        &[("Access-Control-Request-Method", "PUT")],
+    );
+    assert_eq!(
+        preflight.header("access-control-allow-origin"),
+        Some("http://console.example"),
+        "{:?}",
+        preflight.headers
+    );
+    let methods = preflight
+        .header("access-control-allow-methods")
+        .unwrap_or_default()
+        .to_string();
+    assert!(
+        methods.contains("PUT") && !methods.contains("DELETE"),
+        "{methods}"
+    );
+    let allowed = from("http://console.example", "GET", &[]);
+    assert_eq!(allowed.status, 200);
+    assert_eq!(
+        allowed.header("access-control-allow-origin"),
+        Some("http://console.example")
+    );
+    let other = from("http://elsewhere.example", "GET", &[]);
+    assert_eq!(
+        other.header("access-control-allow-origin"),
+        None,
+        "{:?}",
+        other.headers
+    );
+    say("REST: /admin on its own listener only; CORS for the allowed origin only");
 }

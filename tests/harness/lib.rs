@@ -163,6 +163,8 @@ pub struct Settings {
     /// Test-only fault: each node's Raft log fails its appends while
     /// [`Cluster::storage_fault_file`] exists.
     pub storage_fault: bool,
+    /// More `[rest]` settings of every node: (key, TOML value).
+    pub rest: Vec<(String, String)>,
     /// Test-only fault: the units of this connector panic as they start.
     pub panic_connector: Option<String>,
     /// `[raft] replace_dead_voter_after_ms`, when not the default.
@@ -203,6 +205,7 @@ impl Default for Settings {
             request_timeout_ms: 20000,
             worker_converters: Vec::new(),
             storage_fault: false,
+            rest: Vec::new(),
             panic_connector: None,
             replace_dead_voter_ms: None,
             format_versions: BTreeMap::new(),
@@ -411,6 +414,9 @@ impl Cluster {
             }
         }
         text.push_str(&format!("\n[rest]\nlisteners = {:?}\n", node.rest));
+        for (key, value) in &s.rest {
+            text.push_str(&format!("{key} = {value}\n"));
+        }
         if let Some(bootstrap) = &s.kafka {
             text.push_str(&format!("\n[kafka]\nbootstrap_servers = {bootstrap:?}\n"));
             if !s.kafka_properties.is_empty() {

@@ -39,9 +39,23 @@ impl Answer {
 
 /// `method` `base``path` with `body`; `None` if nothing answered.
 pub fn call(base: &str, method: &str, path: &str, body: Body<'_>) -> Option<Answer> {
+    call_with(base, method, path, body, &[])
+}
+
+/// `call`, with these request headers too.
+pub fn call_with(
+    base: &str,
+    method: &str,
+    path: &str,
+    body: Body<'_>,
+    headers: &[(&str, &str)],
+) -> Option<Answer> {
     let mut curl = Command::new("curl");
     curl.args(["-s", "-i", "-m", "30", "-X", method, "-w", "\n%{http_code}"])
         .arg(format!("{base}{path}"));
+    for (name, value) in headers {
+        curl.arg("-H").arg(format!("{name}: {value}"));
+    }
     match body {
         Body::None => {}
         Body::Json(value) => {

@@ -77,28 +77,55 @@ pub struct RestSettings {
     /// first listener's, an unspecified host replaced by `api_addr`'s.
     #[serde(default)]
     pub advertised: Option<String>,
+    /// Kafka Connect's `admin.listeners`, where `/admin/*` is served: unset, on `listeners`;
+    /// empty, nowhere; else only on these (`http://host:port`, comma-separated).
+    #[serde(default)]
+    pub admin_listeners: Option<String>,
+    /// Kafka Connect's `access.control.allow.origin`: the origins a browser may call the API
+    /// from (`*` for any, else comma-separated); unset or empty, no CORS headers.
+    #[serde(default)]
+    pub access_control_allow_origin: Option<String>,
+    /// Kafka Connect's `access.control.allow.methods`: the methods allowed across origins
+    /// (default `GET,POST,HEAD`).
+    #[serde(default)]
+    pub access_control_allow_methods: Option<String>,
 }
 
 impl RestSettings {
     /// The `host:port` of each listener, or what is wrong with one.
     pub fn addresses(&self) -> Result<Vec<String>, String> {
-        ferry_connect::config::split_list(&self.listeners)
-            .into_iter()
-            .map(|listener| {
-                let Some(addr) = listener.strip_prefix("http://") else {
-                    return Err(format!(
-                        "rest.listeners: {listener:?} is not http://host:port (https is not supported yet)"
-                    ));
-                };
-                let addr = addr.trim_end_matches('/');
-                match addr.rsplit_once(':') {
-                    Some(("", port)) => Ok(format!("0.0.0.0:{port}")),
-                    Some(_) => Ok(addr.to_string()),
-                    None => Err(format!("rest.listeners: {listener:?} has no port")),
-                }
-            })
-            .collect()
+        listener_addresses("rest.listeners", &self.listeners)
     }
+
+    /// The `host:port` of each admin listener (`None`: `/admin/*` is on the main ones), or
+    /// what is wrong with one.
+    pub fn admin_addresses(&self) -> Result<Option<Vec<String>>, String> {
+        self.admin_listeners
+            .as_deref()
+            .map(|text| listener_addresses("rest.admin_listeners", text))
+            .transpose()
+    }
+}
+
+/// `http://host:port` listeners, comma-separated, as `host:port` addresses to bind (an empty
+/// host: every interface); the error names `field`.
+fn listener_addresses(field: &str, text: &str) -> Result<Vec<String>, String> {
+    ferry_connect::config::split_list(text)
+        .into_iter()
+        .map(|listener| {
+            let Some(addr) = listener.strip_prefix("http://") else {
+                return Err(format!(
+                    "{field}: {listener:?} is not http://host:port (https is not supported yet)"
+                ));
+            };
+            let addr = addr.trim_end_matches('/');
+            match addr.rsplit_once(':') {
+                Some(("", port)) => Ok(format!("0.0.0.0:{port}")),
+                Some(_) => Ok(addr.to_string()),
+                None => Err(format!("{field}: {listener:?} has no port")),
+            }
+        })
+        .collect()
 }
 
 /// A static peer.
@@ -452,6 +479,20 @@ impl ClusterConfig {
                     }
                 }
                 Err(problem) => problems.push(problem),
+            }
+            match rest.admin_addresses() {
+                Ok(addrs) => {
+                    for addr in addrs.unwrap_or_default() {
+                        check_addr("rest.admin_listeners", &addr, &mut problems);
+                    }
+                }
+                Err(problem) => problems.push(problem),
+            }
+            if let Err(problem) = crate::rest::cors(
+                rest.access_control_allow_origin.as_deref(),
+                rest.access_control_allow_methods.as_deref(),
+            ) {
+                problems.push(problem);
             }
         }
         let worker = &self.worker;

@@ -90,14 +90,34 @@ pub async fn run(
     let api_listener = TcpListener::bind(&config.api_addr)
         .await
         .with_context(|| format!("cannot listen on api_addr {}", config.api_addr))?;
+    // Kafka Connect's REST API: its listeners, `/admin/*` where admin.listeners says.
     let mut rest_listeners = Vec::new();
+    let mut admin_on = crate::rest::AdminOn::Main;
+    let mut cors = None;
     if let Some(rest) = &config.rest {
         for addr in rest.addresses().map_err(anyhow::Error::msg)? {
             let listener = TcpListener::bind(&addr)
                 .await
                 .with_context(|| format!("cannot listen on rest.listeners {addr}"))?;
-            rest_listeners.push((addr, listener));
+            rest_listeners.push((addr, listener, false));
         }
+        if let Some(admin) = rest.admin_addresses().map_err(anyhow::Error::msg)? {
+            admin_on = match admin.is_empty() {
+                true => crate::rest::AdminOn::Nowhere,
+                false => crate::rest::AdminOn::Own,
+            };
+            for addr in admin {
+                let listener = TcpListener::bind(&addr)
+                    .await
+                    .with_context(|| format!("cannot listen on rest.admin_listeners {addr}"))?;
+                rest_listeners.push((addr, listener, true));
+            }
+        }
+        cors = crate::rest::cors(
+            rest.access_control_allow_origin.as_deref(),
+            rest.access_control_allow_methods.as_deref(),
+        )
+        .map_err(anyhow::Error::msg)?;
     }
 
     // The peer service outlives the worker runtime: until its tasks have made their final
@@ -117,16 +137,18 @@ pub async fn run(
         config.limits.clone(),
         kafka.clone(),
     );
-    let rest_router = crate::rest::router(core.clone(), loggers);
+    let routers = crate::rest::routers(core.clone(), loggers, admin_on, cors);
     let rest_tasks: Vec<JoinHandle<std::io::Result<()>>> = rest_listeners
         .into_iter()
-        .map(|(addr, listener)| {
-            info!(rest = %addr, "serving Kafka Connect's REST API");
-            tokio::spawn(crate::rest::serve(
-                listener,
-                rest_router.clone(),
-                shutdown.clone(),
-            ))
+        .map(|(addr, listener, admin)| {
+            let router = if admin {
+                info!(rest = %addr, "serving Kafka Connect's REST API's /admin");
+                routers.admin.clone()
+            } else {
+                info!(rest = %addr, "serving Kafka Connect's REST API");
+                routers.main.clone()
+            };
+            tokio::spawn(crate::rest::serve(listener, router, shutdown.clone()))
         })
         .collect();
     let api = Api::new(core, metrics.clone());

@@ -21,6 +21,7 @@ use axum::routing::get;
 use axum::{Json, Router};
 use serde_json::Value;
 use tokio::sync::{watch, OnceCell};
+use tower_http::cors::{AllowOrigin, CorsLayer};
 
 use crate::manage::Core;
 use entities::{ServerInfo, WorkerStatus};
@@ -38,27 +39,107 @@ pub struct Rest {
     kafka_cluster_id: Arc<OnceCell<Option<String>>>,
 }
 
-/// The REST API over `core`.
-pub fn router(core: Core, loggers: crate::loggers::Loggers) -> Router {
+/// Where `/admin/*` (the log levels) is served: Kafka Connect's `admin.listeners`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AdminOn {
+    /// On the main listeners (`admin.listeners` unset).
+    Main,
+    /// Nowhere (`admin.listeners` empty).
+    Nowhere,
+    /// Only on listeners of its own.
+    Own,
+}
+
+/// The routers of a node's REST listeners.
+pub struct Routers {
+    /// For `listeners`.
+    pub main: Router,
+    /// For `admin.listeners` (`/admin/*` only).
+    pub admin: Router,
+}
+
+/// The REST API over `core`: `/admin/*` where `admin` says, CORS as `cors` allows.
+pub fn routers(
+    core: Core,
+    loggers: crate::loggers::Loggers,
+    admin: AdminOn,
+    cors: Option<CorsLayer>,
+) -> Routers {
     let rest = Rest {
         core,
         loggers,
         kafka_cluster_id: Arc::new(OnceCell::new()),
     };
-    Router::new()
+    let mut main = Router::new()
         .route("/", get(root))
         .route("/health", get(health))
         .merge(plugins::routes())
-        .merge(loggers::routes())
-        .merge(connectors::routes())
-        .fallback(|| async { RestError::not_found("HTTP 404 Not Found") })
-        .method_not_allowed_fallback(|| async {
-            RestError::new(
-                StatusCode::METHOD_NOT_ALLOWED,
-                "HTTP 405 Method Not Allowed",
-            )
+        .merge(connectors::routes());
+    if admin == AdminOn::Main {
+        main = main.merge(loggers::routes());
+    }
+    let finish = |router: Router<Rest>| {
+        let router = router
+            .fallback(|| async { RestError::not_found("HTTP 404 Not Found") })
+            .method_not_allowed_fallback(|| async {
+                RestError::new(
+                    StatusCode::METHOD_NOT_ALLOWED,
+                    "HTTP 405 Method Not Allowed",
+                )
+            })
+            .with_state(rest.clone());
+        match &cors {
+            Some(cors) => router.layer(cors.clone()),
+            None => router,
+        }
+    };
+    Routers {
+        main: finish(main),
+        admin: finish(loggers::routes()),
+    }
+}
+
+/// Kafka Connect's CORS (`access.control.allow.origin`, `.methods`): `*` lets any origin in
+/// (echoed, as Kafka Connect's Jetty filter does), else the origins listed; methods default to
+/// `GET,POST,HEAD`. `None` when no origin is allowed; the error names what does not parse.
+pub fn cors(origin: Option<&str>, methods: Option<&str>) -> Result<Option<CorsLayer>, String> {
+    let origins = ferry_connect::config::split_list(origin.unwrap_or(""));
+    if origins.is_empty() {
+        return Ok(None);
+    }
+    let allow_origin = if origins.iter().any(|o| o == "*") {
+        AllowOrigin::mirror_request()
+    } else {
+        let values = origins
+            .iter()
+            .map(|o| {
+                header::HeaderValue::from_str(o)
+                    .map_err(|_| format!("rest.access_control_allow_origin: {o:?}"))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        AllowOrigin::list(values)
+    };
+    let methods = ferry_connect::config::split_list(methods.unwrap_or("GET,POST,HEAD"))
+        .iter()
+        .map(|m| {
+            m.to_ascii_uppercase()
+                .parse::<axum::http::Method>()
+                .map_err(|_| format!("rest.access_control_allow_methods: {m:?}"))
         })
-        .with_state(rest)
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(Some(
+        CorsLayer::new()
+            .allow_origin(allow_origin)
+            .allow_methods(methods)
+            .allow_headers([
+                header::HeaderName::from_static("x-requested-with"),
+                header::CONTENT_TYPE,
+                header::ACCEPT,
+                header::ORIGIN,
+            ])
+            .allow_credentials(true)
+            .max_age(Duration::from_secs(1800)),
+    ))
 }
 
 /// Serve `router` on `listener` until `shutdown` turns true.
