@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use ferry_connect::config::Width;
 use ferry_connect::{ConfigKey, PluginKind, Validation};
-use ferry_meta::state::Connector;
+use ferry_meta::state::{Connector, TargetState};
 use ferry_meta::ClusterState;
 use ferry_proto::management as pb;
 use serde::Serialize;
@@ -100,7 +100,13 @@ impl ConnectorState {
         version: Option<&'static str>,
     ) -> Option<Self> {
         let status = convert::status_info(state, name, kind, convert::Door::Rest)?;
+        let stopped = status.target_state == TargetState::Stopped.as_str();
         let mut answer = ConnectorState::from(status);
+        // A stopped connector has no tasks in Kafka Connect (their configs are removed), even
+        // while Ferry's are still being stopped (the gRPC status shows them).
+        if stopped {
+            answer.tasks.clear();
+        }
         answer.connector.version = version;
         for task in &mut answer.tasks {
             task.version = version;
