@@ -9,12 +9,12 @@
 //! both answers agree, or until `SETTLE` has passed — then the difference is reported.
 
 use std::collections::BTreeSet;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use ferry_tests::connect::KafkaConnect;
 use ferry_tests::pipeline::started;
 use ferry_tests::rest::{self, Answer, Body};
-use ferry_tests::{produce_bytes, say, Cluster, Kafka, Settings};
+use ferry_tests::{produce_bytes, say, try_wait_for, Cluster, Kafka, Settings};
 use serde_json::{json, Value};
 
 /// How long a request is asked again for both answers to agree.
@@ -316,17 +316,21 @@ impl Systems<'_> {
         } else {
             (self.asked as u64 % 3) + 1
         };
-        let started = Instant::now();
-        let unlisted = loop {
-            let (kc, ferry) = self.answers(&r, node);
-            let unlisted = self.compare(&r, &kc, &ferry, false);
-            if unlisted.is_empty() || !r.settles || started.elapsed() > SETTLE {
-                // The answers that count: their differences mark the entries they use.
-                self.compare(&r, &kc, &ferry, true);
-                break unlisted;
-            }
-            std::thread::sleep(Duration::from_millis(250));
+        // State that settles is asked again until both answers agree (or SETTLE passes, and
+        // the answers of the last asking count).
+        let agreed = if r.settles {
+            try_wait_for(SETTLE, || {
+                let (kc, ferry) = self.answers(&r, node);
+                self.compare(&r, &kc, &ferry, false)
+                    .is_empty()
+                    .then_some((kc, ferry))
+            })
+        } else {
+            None
         };
+        let (kc, ferry) = agreed.unwrap_or_else(|| self.answers(&r, node));
+        // The answers that count: their differences mark the entries they use.
+        let unlisted = self.compare(&r, &kc, &ferry, true);
         say(format!(
             "{} {} (node {node}): {}",
             r.method,
