@@ -1,6 +1,7 @@
 //! Seed 003 step by step on Ferry: its PostgreSQL tables, its JDBC source and sink connectors
-//! from the seed's JSON (addresses aside), two workers and then a third added, a kill -9 of
-//! one while rows are inserted. Read back by PostgreSQL's psql and confluent-kafka, both
+//! from the seed's JSON (addresses aside) created, listed and watched with the seed's `curl`
+//! commands (host names replaced; where a unit runs is the `worker_id` of its status), two
+//! workers and then a third added, a kill -9 of one while rows are inserted. Read back by PostgreSQL's psql and confluent-kafka, both
 //! independent of Ferry: the topics hold the seed's records in the seed's partitions, the
 //! destination tables hold every row exactly once (plain inserts, no duplicate-key error),
 //! the 16-character item is in the DLQ with PostgreSQL's error, and no node's TRACE log holds
@@ -53,12 +54,40 @@ fn rows(pg: &Postgres, sql: &str) -> Vec<String> {
 }
 
 /// Every unit of both connectors RUNNING on a live worker.
+/// One of the seed's `curl` commands, sent to node `entry`'s REST listener in place of
+/// `node01:8083` (the leader here, which the test never kills): its body, which must be JSON.
+fn curl(cluster: &Cluster, entry: u64, args: &[&str]) -> serde_json::Value {
+    let node01 = cluster.node(entry).rest.clone();
+    let args: Vec<String> = args
+        .iter()
+        .map(|a| a.replace("http://node01:8083", &node01))
+        .collect();
+    let out = std::process::Command::new("curl")
+        .arg("-s")
+        .args(&args)
+        .output()
+        .expect("run curl");
+    let body = String::from_utf8_lossy(&out.stdout);
+    serde_json::from_str(&body).unwrap_or_else(|e| panic!("curl {args:?}: {e}: {body}"))
+}
+
+/// The `worker_id` of the units node `id` runs: its REST address.
+fn worker_id(cluster: &Cluster, id: u64) -> String {
+    cluster
+        .node(id)
+        .rest
+        .trim_start_matches("http://")
+        .to_string()
+}
+
 /// Where every unit runs, if every one is RUNNING on a worker — from the same status reads
-/// (a second read could catch a unit between its release and its next start).
-fn all_running(cluster: &Cluster, node: u64) -> Option<BTreeMap<String, String>> {
+/// (a second read could catch a unit between its release and its next start), with the seed's
+/// `curl -X GET http://node01:8083/connectors/<name>/status`.
+fn all_running(cluster: &Cluster, entry: u64) -> Option<BTreeMap<String, String>> {
     let mut units = BTreeMap::new();
     for name in NAMES {
-        let status = cluster.json(node, &["connectors", "status", name]);
+        let url = format!("http://node01:8083/connectors/{name}/status");
+        let status = curl(cluster, entry, &["-X", "GET", &url]);
         let tasks = status["tasks"].as_array().cloned().unwrap_or_default();
         let all = std::iter::once((format!("{name}/connector"), &status["connector"]))
             .chain(tasks.iter().map(|t| (format!("{name}/{}", t["id"]), t)));
@@ -103,15 +132,36 @@ fn seed_003_source_to_sink_with_its_dlq_a_third_worker_and_a_kill_9_exactly_once
     ] {
         let file = cluster.dir.path().join(format!("{name}.json"));
         std::fs::write(&file, json).expect("write the connector JSON");
-        cluster.cli(
+        let data = format!("@{}", file.display());
+        let created = curl(
+            &cluster,
             leader,
-            &["connectors", "create", "-f", &file.to_string_lossy()],
+            &[
+                "-X",
+                "POST",
+                "http://node01:8083/connectors",
+                "-H",
+                "Content-Type: application/json",
+                "-d",
+                &data,
+            ],
         );
+        assert_eq!(created["name"], name, "{created}");
     }
-    let listed = cluster.json(leader, &["connectors", "list"]).to_string();
-    assert!(
-        NAMES.iter().all(|n| listed.contains(n)),
-        "both connectors listed: {listed}"
+    let listed = curl(
+        &cluster,
+        leader,
+        &["-X", "GET", "http://node01:8083/connectors"],
+    );
+    let mut listed: Vec<&str> = listed
+        .as_array()
+        .map(|l| l.iter().filter_map(|n| n.as_str()).collect())
+        .unwrap_or_default();
+    listed.sort_unstable();
+    assert_eq!(
+        listed,
+        ["jdbc_sink_postgresql", "jdbc_source_postgresql"],
+        "both connectors listed"
     );
     let placed = wait_for("both connectors running on the two workers", FLOW, || {
         all_running(&cluster, leader).filter(|p| p.len() == 2 + 2 + 5)
@@ -247,7 +297,7 @@ fn seed_003_source_to_sink_with_its_dlq_a_third_worker_and_a_kill_9_exactly_once
     cluster.configure_extra(3);
     cluster.start(3);
     cluster.add_node(leader, 3);
-    let third = cluster.node(3).api.clone();
+    let third = worker_id(&cluster, 3);
     let after = wait_for("tasks on the third worker", FLOW, || {
         all_running(&cluster, leader).filter(|p| {
             let counts = per_worker(p);
@@ -321,10 +371,10 @@ fn seed_003_source_to_sink_with_its_dlq_a_third_worker_and_a_kill_9_exactly_once
     // delivery and its offset commit sends those rows again, which the seed's plain inserts
     // would then meet as duplicate keys. The source's own kill is in tests/jdbc_source.rs.
     let units_of = |id: u64, prefix: &str| {
-        let api = &cluster.node(id).api;
+        let worker = worker_id(&cluster, id);
         after
             .iter()
-            .filter(|(u, w)| *w == api && u.starts_with(prefix))
+            .filter(|(u, w)| **w == worker && u.starts_with(prefix))
             .count()
     };
     let victim = (1..=3)
@@ -336,7 +386,7 @@ fn seed_003_source_to_sink_with_its_dlq_a_third_worker_and_a_kill_9_exactly_once
             )
         })
         .expect("a follower");
-    let victim_api = cluster.node(victim).api.clone();
+    let victim_api = worker_id(&cluster, victim);
     let lost: Vec<String> = after
         .iter()
         .filter(|(_, w)| **w == victim_api)

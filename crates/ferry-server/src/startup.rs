@@ -520,6 +520,11 @@ fn check_cluster_id(data_dir: &Path, node: &MetaNode) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// How often registration is tried until the node's record is whole.
+const REGISTER_TURN: Duration = Duration::from_millis(200);
+/// How often a whole record is checked afterwards.
+const SETTLED_TURN: Duration = Duration::from_secs(1);
+
 fn mixed_up(data_dir: &Path, persisted: &str, replicated: &str) -> String {
     format!(
         "{} says this node belongs to cluster {persisted}, but its Raft data belongs to cluster \
@@ -531,7 +536,11 @@ fn mixed_up(data_dir: &Path, persisted: &str, replicated: &str) -> String {
 }
 
 /// Once the cluster has a leader: give it an id if it has none (first writer wins), register
-/// this node as a worker, and persist the cluster id beside the Raft data.
+/// this node as a worker, and persist the cluster id beside the Raft data. Then keep the
+/// record true for the life of the process: another writer may replace it (add-node records
+/// the node's addresses without its REST address, possibly after the node registered itself),
+/// and a record without the REST address would show Raft's API address as the `worker_id`
+/// of every status read through REST.
 async fn register(
     node: &MetaNode,
     config: &ClusterConfig,
@@ -543,6 +552,7 @@ async fn register(
     let mut persisted = persisted_cluster_id(&config.data_dir)?;
     let mut announced = false;
     let mut told_retired = false;
+    let mut settled = false;
     loop {
         if node.leader().is_some() {
             let (cluster_id, registered, absent, retired, worker, whole) = {
@@ -634,12 +644,12 @@ async fn register(
             }
             .await;
             match attempt {
-                Ok(true) => return Ok(()),
-                Ok(false) => {}
+                Ok(whole) => settled = whole,
                 Err(e) => warn!(error = %format!("{e:#}"), "registration will be retried"),
             }
         }
-        if !pause(&mut shutdown, Duration::from_millis(200)).await {
+        let turn = if settled { SETTLED_TURN } else { REGISTER_TURN };
+        if !pause(&mut shutdown, turn).await {
             return Ok(());
         }
     }
