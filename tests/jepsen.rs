@@ -4,7 +4,9 @@
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use ferry_tests::jepsen::client::{spawn_config_clients, ClientPlan, History};
+use ferry_tests::jepsen::client::{
+    spawn_config_clients, spawn_rest_config_clients, ClientPlan, History,
+};
 use ferry_tests::jepsen::linearizable::{check, ConfigRegister};
 use ferry_tests::jepsen::nemesis::Nemesis;
 use ferry_tests::jepsen::scenario::{run, Scenario, Sink};
@@ -12,10 +14,38 @@ use ferry_tests::{say, wait_for, Cluster, Settings};
 
 #[test]
 fn concurrent_config_clients_see_a_linearizable_history_through_a_leader_kill() {
+    through_a_leader_kill(Door::Grpc);
+}
+
+/// Kafka Connect's REST API on every node, the leader killed under it: any node answers, each
+/// answer is the right one or one of Kafka Connect's "try again" answers (409, 500), and the
+/// history is linearizable.
+#[test]
+fn concurrent_rest_clients_see_a_linearizable_history_through_a_leader_kill() {
+    through_a_leader_kill(Door::Rest);
+}
+
+/// Which API the config clients speak.
+#[derive(Clone, Copy, Debug)]
+enum Door {
+    Grpc,
+    Rest,
+}
+
+/// Five config clients on three keys through `door`, against every node, a kill -9 of the
+/// leader once they are under way; the recorded history must be linearizable.
+fn through_a_leader_kill(door: Door) {
     let mut cluster = Cluster::new(3, Settings::default());
     cluster.start_all();
     let leader = cluster.wait_leader(Duration::from_secs(30));
-    let addrs: Vec<String> = cluster.nodes.values().map(|n| n.api.clone()).collect();
+    let addrs: Vec<String> = cluster
+        .nodes
+        .values()
+        .map(|n| match door {
+            Door::Grpc => n.api.clone(),
+            Door::Rest => n.rest.clone(),
+        })
+        .collect();
     let keys: Vec<String> = (0..3).map(|k| format!("k{k}")).collect();
     let history: History = Arc::new(Mutex::new(Vec::new()));
     let runtime = tokio::runtime::Runtime::new().expect("runtime");
@@ -32,7 +62,10 @@ fn concurrent_config_clients_see_a_linearizable_history_through_a_leader_kill() 
         seed: 1,
         hold: Default::default(),
     };
-    let clients = spawn_config_clients(&runtime, 5, &plan, &history);
+    let clients = match door {
+        Door::Grpc => spawn_config_clients(&runtime, 5, &plan, &history),
+        Door::Rest => spawn_rest_config_clients(&runtime, 5, &plan, &history),
+    };
     // The kill comes once the clients are well under way.
     wait_for(
         "operations before the kill",
@@ -50,7 +83,7 @@ fn concurrent_config_clients_see_a_linearizable_history_through_a_leader_kill() 
     let unknown = history.iter().filter(|o| o.ret.is_none()).count();
     let failing = check(&ConfigRegister, &history);
     say(format!(
-        "LINEARIZABILITY: {} operations on {} keys ({unknown} of unknown outcome) through a kill -9 of leader {leader}: {}",
+        "LINEARIZABILITY ({door:?}): {} operations on {} keys ({unknown} of unknown outcome) through a kill -9 of leader {leader}: {}",
         history.len(),
         keys.len(),
         if failing.is_empty() { "linearizable".to_string() } else { format!("NOT linearizable on {failing:?}") }

@@ -1,6 +1,6 @@
-//! gRPC clients of the fault suite: a probe that asks one node at a time what it knows (tasks,
-//! status, offsets, leader), and the concurrent config clients whose history the linearizability
-//! checker reads.
+//! Clients of the fault suite: a gRPC probe that asks one node at a time what it knows (tasks,
+//! status, offsets, leader), and the concurrent config clients — through gRPC or through Kafka
+//! Connect's REST API — whose history the linearizability checker reads.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -15,6 +15,7 @@ use tonic::Code;
 use super::checkers::{Assigned, Reported};
 use super::linearizable::{ConfigInput, ConfigOutput, Op};
 use super::rng::Rng;
+use crate::rest::{self, Answer, Body};
 
 fn channel(addr: &str, timeout: Duration) -> Option<ManagementClient<Channel>> {
     let endpoint = tonic::transport::Endpoint::from_shared(format!("http://{addr}")).ok()?;
@@ -272,6 +273,66 @@ pub fn spawn_config_clients(
         .collect()
 }
 
+/// The next operation of a client: a key and what to do with it, or `None` while writes are
+/// held (after the client's pause).
+async fn next_op<'a>(
+    rng: &mut Rng,
+    plan: &'a ClientPlan,
+    count: u64,
+) -> Option<(String, ConfigInput, Option<Writing<'a>>)> {
+    let key = rng.pick(&plan.keys).cloned().unwrap_or_default();
+    let value = format!("idle-c{}-{count}.out", plan.id);
+    let input = match rng.below(10) {
+        0..=3 => ConfigInput::Get,
+        4..=6 => ConfigInput::Put(value.clone()),
+        7..=8 => ConfigInput::Create(value),
+        _ => ConfigInput::Delete,
+    };
+    let writing = match input {
+        ConfigInput::Get => None,
+        _ => match plan.hold.write() {
+            Some(writing) => Some(writing),
+            None => {
+                tokio::time::sleep(plan.think).await;
+                return None;
+            }
+        },
+    };
+    Some((key, input, writing))
+}
+
+/// How a client's call ended.
+enum Ended {
+    /// With this answer.
+    Answered(ConfigOutput),
+    /// Without effect: a failed read, or a call that never reached a node.
+    NoEffect,
+    /// Perhaps with effect, perhaps not.
+    Unknown,
+}
+
+/// Record an operation that ended this way (nothing for one without effect).
+fn record(history: &History, key: String, input: ConfigInput, call: u64, ret: u64, ended: Ended) {
+    let op = match ended {
+        Ended::Answered(output) => Op {
+            key,
+            input,
+            call,
+            ret: Some(ret),
+            output: Some(output),
+        },
+        Ended::NoEffect => return,
+        Ended::Unknown => Op {
+            key,
+            input,
+            call,
+            ret: None,
+            output: None,
+        },
+    };
+    history.lock().unwrap_or_else(|p| p.into_inner()).push(op);
+}
+
 /// Run create/put/get/delete operations against random nodes until `until`, recording each
 /// invocation and completion (a call cut off mid-flight as of unknown outcome).
 pub async fn config_client(plan: ClientPlan, history: History) {
@@ -284,24 +345,9 @@ pub async fn config_client(plan: ClientPlan, history: History) {
         let Some(mut c) = channel(addr, Duration::from_secs(8)) else {
             return;
         };
-        let key = rng.pick(&plan.keys).cloned().unwrap_or_default();
         count += 1;
-        let value = format!("idle-c{}-{count}.out", plan.id);
-        let input = match rng.below(10) {
-            0..=3 => ConfigInput::Get,
-            4..=6 => ConfigInput::Put(value.clone()),
-            7..=8 => ConfigInput::Create(value.clone()),
-            _ => ConfigInput::Delete,
-        };
-        let writing = match input {
-            ConfigInput::Get => None,
-            _ => match plan.hold.write() {
-                Some(writing) => Some(writing),
-                None => {
-                    tokio::time::sleep(plan.think).await;
-                    continue;
-                }
-            },
+        let Some((key, input, writing)) = next_op(&mut rng, &plan, count).await else {
+            continue;
         };
         let call = plan.started.elapsed().as_nanos() as u64;
         let outcome: Result<ConfigOutput, tonic::Status> = match &input {
@@ -350,27 +396,111 @@ pub async fn config_client(plan: ClientPlan, history: History) {
         };
         let ret = plan.started.elapsed().as_nanos() as u64;
         drop(writing);
-        let op = match outcome {
-            Ok(output) => Op {
-                key,
-                input,
-                call,
-                ret: Some(ret),
-                output: Some(output),
-            },
+        let ended = match outcome {
+            Ok(output) => Ended::Answered(output),
             // A failed read has no effect, and neither has a call that never connected.
-            Err(_) if input == ConfigInput::Get => continue,
-            Err(status) if never_sent(&status) => continue,
-            Err(status) if indeterminate(status.code()) => Op {
-                key,
-                input,
-                call,
-                ret: None,
-                output: None,
-            },
+            Err(_) if input == ConfigInput::Get => Ended::NoEffect,
+            Err(status) if never_sent(&status) => Ended::NoEffect,
+            Err(status) if indeterminate(status.code()) => Ended::Unknown,
             Err(status) => panic!("unexpected answer {status:?} to {input:?}"),
         };
-        history.lock().unwrap_or_else(|p| p.into_inner()).push(op);
+        record(&history, key, input, call, ret, ended);
         tokio::time::sleep(plan.think).await;
+    }
+}
+
+/// Start `count` config clients speaking Kafka Connect's REST API (ids 0..count), each with
+/// `plan` (whose `addrs` are REST base URLs) and its own id.
+pub fn spawn_rest_config_clients(
+    runtime: &tokio::runtime::Runtime,
+    count: u64,
+    plan: &ClientPlan,
+    history: &History,
+) -> Vec<tokio::task::JoinHandle<()>> {
+    (0..count)
+        .map(|id| {
+            let plan = ClientPlan { id, ..plan.clone() };
+            runtime.spawn(rest_config_client(plan, history.clone()))
+        })
+        .collect()
+}
+
+/// `config_client` through the REST API, as a Kafka Connect user's script would call it (curl).
+/// Every answer must be the operation's own or one of Kafka Connect's "try again" answers (409
+/// while no leader is known, 500): those leave a write's outcome unknown and a read without
+/// effect, as does no answer at all.
+pub async fn rest_config_client(plan: ClientPlan, history: History) {
+    let mut rng = Rng::new(plan.seed ^ plan.id.wrapping_mul(0x1000_0000_01b3));
+    let mut count = 0;
+    while Instant::now() < plan.until {
+        let Some(base) = rng.pick(&plan.addrs).cloned() else {
+            return;
+        };
+        count += 1;
+        let Some((key, input, writing)) = next_op(&mut rng, &plan, count).await else {
+            continue;
+        };
+        let call = plan.started.elapsed().as_nanos() as u64;
+        let (asked, k) = (input.clone(), key.clone());
+        let topic = plan.topic.clone();
+        let answer = tokio::task::spawn_blocking(move || rest_call(&base, &k, &asked, &topic))
+            .await
+            .expect("a REST call");
+        let ret = plan.started.elapsed().as_nanos() as u64;
+        drop(writing);
+        let ended = match answer {
+            Some(a) => rest_outcome(&key, &input, &a),
+            None if input == ConfigInput::Get => Ended::NoEffect,
+            None => Ended::Unknown,
+        };
+        record(&history, key, input, call, ret, ended);
+        tokio::time::sleep(plan.think).await;
+    }
+}
+
+/// The request of one operation on connector `key`.
+fn rest_call(base: &str, key: &str, input: &ConfigInput, topic: &str) -> Option<Answer> {
+    let config = |v: &str| serde_json::to_value(register_config(v, topic)).unwrap_or_default();
+    let path = format!("/connectors/{key}");
+    match input {
+        ConfigInput::Get => rest::call(base, "GET", &format!("{path}/config"), Body::None),
+        ConfigInput::Put(v) => rest::call(
+            base,
+            "PUT",
+            &format!("{path}/config"),
+            Body::Json(&config(v)),
+        ),
+        ConfigInput::Create(v) => rest::call(
+            base,
+            "POST",
+            "/connectors",
+            Body::Json(&serde_json::json!({"name": key, "config": config(v)})),
+        ),
+        ConfigInput::Delete => rest::call(base, "DELETE", &path, Body::None),
+    }
+}
+
+/// What an answer means for the history.
+fn rest_outcome(key: &str, input: &ConfigInput, answer: &Answer) -> Ended {
+    let exists = format!("Connector {key} already exists");
+    match (input, answer.status) {
+        (ConfigInput::Get, 200) => Ended::Answered(ConfigOutput::Value(
+            answer.body["file"].as_str().map(str::to_string),
+        )),
+        (ConfigInput::Get, 404) => Ended::Answered(ConfigOutput::Value(None)),
+        (ConfigInput::Put(_), 200 | 201) | (ConfigInput::Create(_), 201) => {
+            Ended::Answered(ConfigOutput::Ok)
+        }
+        (ConfigInput::Create(_), 409) if answer.body["message"] == exists.as_str() => {
+            Ended::Answered(ConfigOutput::AlreadyExists)
+        }
+        (ConfigInput::Delete, 204) => Ended::Answered(ConfigOutput::Ok),
+        (ConfigInput::Delete, 404) => Ended::Answered(ConfigOutput::NotFound),
+        (ConfigInput::Get, 409 | 500) => Ended::NoEffect,
+        (_, 409 | 500) => Ended::Unknown,
+        (_, status) => panic!(
+            "unexpected answer {status} to {input:?} of {key}: {}",
+            answer.body
+        ),
     }
 }
