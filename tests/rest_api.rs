@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use ferry_tests::pipeline::started;
 use ferry_tests::rest::{self, Answer, Body};
-use ferry_tests::{free_port, say, wait_for, Cluster, Kafka, Settings};
+use ferry_tests::{free_port, produce_bytes, say, wait_for, Cluster, Kafka, Settings};
 use serde_json::{json, Value};
 
 const FLOW: Duration = Duration::from_secs(90);
@@ -344,6 +344,25 @@ fn kafka_connect_s_rest_api_on_every_node() {
         unknown,
     );
 
+    // Active topics (KIP-558): recorded once the sink consumed from its topic, forgotten by a
+    // reset, recorded again by the next record.
+    let topics = |node: &Node| node.get("/connectors/sink/topics")["sink"]["topics"].clone();
+    assert_eq!(topics(&f), json!([]), "nothing consumed yet");
+    produce_bytes(&kafka, "rest-lines", &[b"one", b"two"]);
+    wait_for("the sink's active topic", FLOW, || {
+        (topics(&l) == json!(["rest-lines"])).then_some(())
+    });
+    assert_eq!(
+        f.call("PUT", "/connectors/sink/topics/reset", none, 202)
+            .body,
+        Value::Null
+    );
+    assert_eq!(topics(&f), json!([]), "reset");
+    produce_bytes(&kafka, "rest-lines", &[b"three"]);
+    wait_for("the sink's active topic again", FLOW, || {
+        (topics(&f) == json!(["rest-lines"])).then_some(())
+    });
+
     // Offsets (KIP-875): read any time, changed only while STOPPED.
     assert!(f.get("/connectors/sink/offsets")["offsets"].is_array());
     let alter = json!({"offsets": [{
@@ -468,14 +487,37 @@ fn kafka_connect_s_rest_api_on_every_node() {
     });
     let back = f.send("PUT", path, &json!({"level": "INFO"}), 200);
     assert_eq!(back, json!(["ferryd"]));
+    // scope=cluster: 204 without a body, and every node applies it (through Raft).
+    f.call(
+        "PUT",
+        "/admin/loggers/ferry_worker::sink?scope=cluster",
+        Body::Json(&json!({"level": "trace"})),
+        204,
+    );
+    for id in cluster.nodes.keys() {
+        let node = Node {
+            cluster: &cluster,
+            id: *id,
+        };
+        wait_for(&format!("the cluster's level on node {id}"), FLOW, || {
+            let level = node.get("/admin/loggers/ferry_worker::sink");
+            (level["level"] == "TRACE").then_some(())
+        });
+    }
+    f.call(
+        "PUT",
+        "/admin/loggers/ferry_worker::sink?scope=cluster",
+        Body::Json(&json!({"level": "INFO"})),
+        204,
+    );
     say("REST: every request answered as Kafka Connect answers it, through followers and the leader");
 }
 
-/// Kafka Connect's `admin.listeners` (`/admin/*` only there) and CORS
+/// Kafka Connect's `admin.listeners` (`/admin/*` only there), CORS
 /// (`access.control.allow.origin`, `.methods`): a browser's preflight and requests from an
-/// allowed origin get the headers, others none.
+/// allowed origin get the headers, others none; and `topic.tracking.allow.reset=false`.
 #[test]
-fn admin_listeners_and_cors_as_configured() {
+fn admin_listeners_cors_and_topic_tracking_as_configured() {
     let kafka = Kafka::start(&[]);
     let admin_port = free_port();
     let admin = format!("http://127.0.0.1:{admin_port}");
@@ -488,6 +530,7 @@ fn admin_listeners_and_cors_as_configured() {
             ),
             ("access_control_allow_methods".into(), "\"GET,PUT\"".into()),
         ],
+        worker: vec![("topic_tracking_allow_reset".into(), "false".into())],
         ..Settings::default()
     };
     let (cluster, _) = started(1, &kafka, settings);
@@ -509,6 +552,14 @@ fn admin_listeners_and_cors_as_configured() {
         "only /admin on the admin listener"
     );
     assert_eq!(get(&main, "/connectors"), 200);
+    assert_eq!(get(&main, "/connectors/any/topics"), 200);
+    let reset = rest::call(&main, "PUT", "/connectors/any/topics/reset", Body::None)
+        .expect("an answer to the reset");
+    assert_eq!(
+        (reset.status, reset.body["message"].as_str()),
+        (403, Some("Topic tracking reset is disabled.")),
+        "{reset:?}"
+    );
 
     let from = |origin: &str, method: &str, headers: &[(&str, &str)]| {
         let mut all = vec![("Origin", origin)];

@@ -538,6 +538,14 @@ fn script(dir: &std::path::Path) -> Vec<Request> {
         settled(&p("/status")),
         req("GET", "/connectors/nope/offsets"),
         req("DELETE", "/connectors/nope/offsets"),
+        // Active topics (KIP-558): what the sink consumed and the source produced, a reset,
+        // and a connector that does not exist.
+        settled(&p("/topics")),
+        settled("/connectors/compat-source/topics"),
+        req("PUT", &p("/topics/reset")),
+        settled(&p("/topics")),
+        req("GET", "/connectors/nope/topics"),
+        req("PUT", "/connectors/nope/topics/reset"),
         // Connectors created in a target state (KIP-980).
         with(
             "POST",
@@ -580,6 +588,12 @@ fn script(dir: &std::path::Path) -> Vec<Request> {
             "/admin/loggers/compat.test?scope=worker",
             json!({"level": "INFO"}),
         ),
+        with(
+            "PUT",
+            "/admin/loggers/compat.test?scope=cluster",
+            json!({"level": "WARN"}),
+        ),
+        settled("/admin/loggers/compat.test"),
         // Unknown connectors, paths and methods.
         req("PUT", "/connectors/nope/pause"),
         req("PUT", "/connectors/nope/resume"),
@@ -594,6 +608,8 @@ fn script(dir: &std::path::Path) -> Vec<Request> {
         req("DELETE", sink_path),
         settled("/connectors"),
         req("GET", sink_path),
+        // A deleted connector's active topics.
+        settled("/connectors/compat-source/topics"),
     ]
 }
 

@@ -165,6 +165,8 @@ pub struct Settings {
     pub storage_fault: bool,
     /// More `[rest]` settings of every node: (key, TOML value).
     pub rest: Vec<(String, String)>,
+    /// More `[worker]` settings of every node: (key, TOML value).
+    pub worker: Vec<(String, String)>,
     /// Test-only fault: the units of this connector panic as they start.
     pub panic_connector: Option<String>,
     /// `[raft] replace_dead_voter_after_ms`, when not the default.
@@ -206,6 +208,7 @@ impl Default for Settings {
             worker_converters: Vec::new(),
             storage_fault: false,
             rest: Vec::new(),
+            worker: Vec::new(),
             panic_connector: None,
             replace_dead_voter_ms: None,
             format_versions: BTreeMap::new(),
@@ -400,6 +403,9 @@ impl Cluster {
         }
         if s.clock_ahead_ms > 0 {
             text.push_str(&format!("test_clock_ahead_ms = {}\n", s.clock_ahead_ms));
+        }
+        for (key, value) in &s.worker {
+            text.push_str(&format!("{key} = {value}\n"));
         }
         if !s.worker_converters.is_empty() {
             text.push_str("\n[worker.converters]\n");

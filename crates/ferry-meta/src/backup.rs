@@ -73,6 +73,7 @@ pub fn restored(current: &ClusterState, backup: &ClusterState) -> ClusterState {
         feature_level: current.feature_level,
         workers: current.workers.clone(),
         retired: current.retired.clone(),
+        log_levels: current.log_levels.clone(),
         requests: current.requests.clone(),
         request_order: current.request_order.clone(),
         generation: current.generation.max(backup.generation),

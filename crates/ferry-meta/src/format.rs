@@ -21,8 +21,12 @@ use std::sync::atomic::{AtomicU32, Ordering};
 /// through the offsets API marked as winning over a sink's own (`supersede`,
 /// `Offsets.altered_at`); 6, what Kafka Connect's REST API needs: workers' REST addresses
 /// (`FerryNode.rest_url` in `PutWorker`) and connectors created in a target state
-/// (`PutConnector.initial`, KIP-980).
-pub const FORMAT_VERSION: u32 = 6;
+/// (`PutConnector.initial`, KIP-980); 7, connectors' active topics (`RecordTopics`,
+/// `ResetTopics`, KIP-558) and cluster-wide log levels (`SetLogLevel`).
+pub const FORMAT_VERSION: u32 = 7;
+
+/// The format from which connectors' active topics and cluster-wide log levels are kept.
+pub const TOPICS_AND_LOG_LEVELS: u32 = 7;
 
 /// The format from which a worker's record carries its REST address and a connector may be
 /// created in a target state.

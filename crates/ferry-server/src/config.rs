@@ -259,6 +259,14 @@ pub struct WorkerSettings {
     /// for its name (a connector's `offsets.storage.topic` wins).
     #[serde(default)]
     pub offset_storage_topic: Option<String>,
+    /// Kafka Connect's `topic.tracking.enable`: record the topics each connector's tasks use,
+    /// shown by `GET /connectors/{name}/topics` (KIP-558).
+    #[serde(default = "WorkerSettings::default_topic_tracking_enable")]
+    pub topic_tracking_enable: bool,
+    /// Kafka Connect's `topic.tracking.allow.reset`: `PUT /connectors/{name}/topics/reset`
+    /// allowed.
+    #[serde(default = "WorkerSettings::default_topic_tracking_allow_reset")]
+    pub topic_tracking_allow_reset: bool,
     /// Test only: never give up the ownership lease, so that tests can show that generation
     /// fencing alone keeps a zombie worker harmless. Never set this in production.
     #[serde(default)]
@@ -292,6 +300,12 @@ impl WorkerSettings {
     const fn default_commit_consumer_group() -> bool {
         true
     }
+    const fn default_topic_tracking_enable() -> bool {
+        true
+    }
+    const fn default_topic_tracking_allow_reset() -> bool {
+        true
+    }
     const fn default_offset_flush_interval_ms() -> u64 {
         60_000
     }
@@ -314,6 +328,8 @@ impl Default for WorkerSettings {
             shutdown_timeout_ms: Self::default_shutdown_timeout_ms(),
             commit_consumer_group: Self::default_commit_consumer_group(),
             offset_storage_topic: None,
+            topic_tracking_enable: Self::default_topic_tracking_enable(),
+            topic_tracking_allow_reset: Self::default_topic_tracking_allow_reset(),
             test_disable_lease: false,
             test_panic_connector: None,
             test_clock_ahead_ms: 0,

@@ -3,10 +3,15 @@
 //! levels set are kept here and applied by rebuilding the node's filter (tracing-subscriber's
 //! reload layer). The rules — levels by Kafka Connect's (log4j's) names, a logger's effective
 //! level from its closest ancestor, a change that also sets its descendants — are pure and
-//! tested without a subscriber.
+//! tested without a subscriber. Levels set for the whole cluster (`scope=cluster`) are kept in
+//! the replicated state; every node follows them, applying each change once, in order.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
+
+use ferry_meta::state::ClusterLogLevel;
+use ferry_meta::store::StateReader;
+use tokio::sync::watch;
 
 /// What a logger's level is, as Kafka Connect shows it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -227,9 +232,75 @@ impl Loggers {
     }
 }
 
+/// The cluster-wide changes after the `seen`-th, in the order they were made: (logger, level,
+/// its place). A level this build does not know is skipped.
+pub fn cluster_changes_after(
+    levels: &BTreeMap<String, ClusterLogLevel>,
+    seen: u64,
+) -> Vec<(String, &'static str, u64)> {
+    let mut changes: Vec<(String, &'static str, u64)> = levels
+        .iter()
+        .filter(|(_, l)| l.seq > seen)
+        .filter_map(|(logger, l)| Some((logger.clone(), parse_level(&l.level)?, l.seq)))
+        .collect();
+    changes.sort_by_key(|(_, _, seq)| *seq);
+    changes
+}
+
+/// Apply the cluster-wide log levels on this node as the replicated state changes, until
+/// `shutdown`: those set before the node started first, then each new one.
+pub async fn follow_cluster_levels(
+    loggers: Loggers,
+    state: StateReader,
+    mut shutdown: watch::Receiver<bool>,
+) {
+    let mut applied = state.applied();
+    let mut seen = 0;
+    loop {
+        let changes = cluster_changes_after(&state.read().state.log_levels, seen);
+        for (logger, level, seq) in changes {
+            if let Err(e) = loggers.set(&logger, level) {
+                tracing::warn!(%logger, level, error = %e, "cannot apply the cluster's log level");
+            }
+            seen = seq;
+        }
+        tokio::select! {
+            changed = applied.changed() => if changed.is_err() { return },
+            _ = shutdown.wait_for(|stop| *stop) => return,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn cluster_changes_come_in_their_order_once() {
+        let level = |level: &str, seq| ClusterLogLevel {
+            level: level.into(),
+            seq,
+        };
+        let levels = BTreeMap::from([
+            ("a".to_string(), level("debug", 3)),
+            ("b".to_string(), level("WARN", 1)),
+            ("c".to_string(), level("nonsense", 4)),
+            ("d".to_string(), level("TRACE", 2)),
+        ]);
+        assert_eq!(
+            cluster_changes_after(&levels, 0),
+            [
+                ("b".to_string(), "WARN", 1),
+                ("d".to_string(), "TRACE", 2),
+                ("a".to_string(), "DEBUG", 3)
+            ]
+        );
+        assert_eq!(
+            cluster_changes_after(&levels, 2),
+            [("a".to_string(), "DEBUG", 3)]
+        );
+        assert!(cluster_changes_after(&levels, 4).is_empty());
+    }
 
     #[test]
     fn levels_come_from_the_start_directives_and_descend_to_children() {

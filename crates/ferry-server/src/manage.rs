@@ -441,6 +441,58 @@ impl Core {
         Ok(())
     }
 
+    /// A connector's active topics (KIP-558), in order; none for a connector that does not
+    /// exist, as Kafka Connect answers.
+    pub async fn active_topics(&self, name: &str) -> ApiResult<Vec<String>> {
+        self.read(|s| {
+            s.topics
+                .get(name)
+                .map(|t| t.iter().cloned().collect())
+                .unwrap_or_default()
+        })
+        .await
+    }
+
+    /// Forget a connector's active topics (below the format that keeps them there are none).
+    pub async fn reset_topics(&self, name: &str, id: &str) -> ApiResult<()> {
+        if self
+            .at_level(ferry_meta::format::TOPICS_AND_LOG_LEVELS)
+            .await?
+        {
+            self.write(
+                id,
+                Command::ResetTopics {
+                    name: name.to_string(),
+                },
+            )
+            .await?;
+            info!(connector = %name, "active topics reset");
+        }
+        Ok(())
+    }
+
+    /// Set a logger's level on every node, each applying it as it learns of it (see
+    /// `crate::loggers::follow_cluster_levels`).
+    pub async fn set_cluster_log_level(
+        &self,
+        logger: &str,
+        level: &str,
+        id: &str,
+    ) -> ApiResult<()> {
+        let needs = ferry_meta::format::TOPICS_AND_LOG_LEVELS;
+        let level_now = self.read(|s| s.feature_level()).await?;
+        ferry_meta::format::admissible(needs, level_now).map_err(ApiError::Invalid)?;
+        self.write(
+            id,
+            Command::SetLogLevel {
+                logger: logger.to_string(),
+                level: level.to_string(),
+            },
+        )
+        .await?;
+        Ok(())
+    }
+
     /// Add a node: a learner first, promoted by the leader once caught up; registered as a
     /// worker.
     pub async fn add_node(&self, id: NodeId, api_addr: &str, raft_addr: &str) -> ApiResult<()> {

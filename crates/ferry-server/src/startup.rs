@@ -137,7 +137,23 @@ pub async fn run(
         config.limits.clone(),
         kafka.clone(),
     );
-    let routers = crate::rest::routers(core.clone(), loggers, admin_on, cors);
+    tokio::spawn(crate::loggers::follow_cluster_levels(
+        loggers.clone(),
+        node.state().clone(),
+        shutdown.clone(),
+    ));
+    let routers = crate::rest::routers(
+        core.clone(),
+        loggers,
+        crate::rest::Options {
+            admin: admin_on,
+            cors,
+            topic_tracking: crate::rest::TopicTracking {
+                enable: config.worker.topic_tracking_enable,
+                allow_reset: config.worker.topic_tracking_allow_reset,
+            },
+        },
+    );
     let rest_tasks: Vec<JoinHandle<std::io::Result<()>>> = rest_listeners
         .into_iter()
         .map(|(addr, listener, admin)| {
@@ -221,6 +237,7 @@ pub async fn run(
                 commit_consumer_group: config.worker.commit_consumer_group,
                 converters: config.worker.converters.clone(),
                 offset_storage_topic: config.worker.offset_storage_topic.clone(),
+                topic_tracking: config.worker.topic_tracking_enable,
                 test_panic_connector: config.worker.test_panic_connector.clone(),
                 clock: WallClock::ahead(config.worker.test_clock_ahead_ms),
             },

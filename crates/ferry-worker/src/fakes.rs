@@ -1,7 +1,7 @@
 //! Fakes of what a task's loop works with — its control plane, its dead letter queue — and a
 //! log of what happened, in order, for the loops' unit tests.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::future::Future;
 use std::sync::{Arc, Mutex};
 
@@ -58,6 +58,14 @@ impl Control for FakeControl {
     ) -> impl Future<Output = Result<(), Failure>> + Send {
         self.log.push(format!("report {}", target.as_str()));
         std::future::ready(Ok(()))
+    }
+
+    fn record_topics(&self, topics: BTreeSet<String>) -> impl Future<Output = ()> + Send {
+        if !topics.is_empty() {
+            let topics: Vec<String> = topics.into_iter().collect();
+            self.log.push(format!("topics {}", topics.join(" ")));
+        }
+        std::future::ready(())
     }
 
     fn commit(&self, command: Command) -> impl Future<Output = Result<(), Failure>> + Send {

@@ -25,7 +25,7 @@ use crate::pipeline::Pipeline;
 use crate::report::Held;
 use crate::retry::Retries;
 use crate::unit::{
-    lifecycle, started, stopped, Control, Failure, LoopUnit, RaftCommitter, UnitCtx,
+    lifecycle, started, stopped, Control, Failure, LoopUnit, RaftCommitter, TopicsUsed, UnitCtx,
 };
 
 /// Most records handed to one `put` (Kafka Connect's `max.poll.records` default).
@@ -93,6 +93,8 @@ pub struct SinkLoop<C: SinkConsumer, P: Control> {
     committed: HashMap<TopicPartition, i64>,
     /// Where the task asked to consume again.
     rewinds: Arc<Rewinds>,
+    /// The topics consumed since they were last recorded.
+    used: TopicsUsed,
 }
 
 fn kafka_error(what: &str, e: rdkafka::error::KafkaError) -> ConnectError {
@@ -161,7 +163,13 @@ impl SinkLoop<StreamConsumer, UnitCtx> {
         let consumer = if partitions.is_empty() {
             None
         } else {
-            Some(consumer(&ctx, &kafka, &partitions, &from).await?)
+            let (consumer, group) = consumer(&ctx, &kafka, &partitions, &from).await?;
+            // Where the task starts from its group's offsets (a connector taken over from
+            // Kafka Connect, or one whose offsets were never in Raft), those are its position:
+            // the first commit records them, so that the offsets API shows them and the next
+            // start does not depend on the group.
+            from.extend(group);
+            Some(consumer)
         };
         info!(unit = %ctx.label(), partitions = partitions.len(), generation = ctx.generation, "sink task assigned");
         let committed: HashMap<TopicPartition, i64> = partitions
@@ -211,6 +219,7 @@ impl<C: SinkConsumer, P: Control> SinkLoop<C, P> {
             next: from,
             committed,
             rewinds,
+            used: TopicsUsed::default(),
         }
     }
 
@@ -264,6 +273,7 @@ impl<C: SinkConsumer, P: Control> SinkLoop<C, P> {
         }
         for (tp, offset) in batch.consumed {
             if !rewound.contains(&tp) {
+                self.used.saw(&tp.topic);
                 self.next.insert(tp, offset + 1);
             }
         }
@@ -297,8 +307,9 @@ impl<C: SinkConsumer, P: Control> SinkLoop<C, P> {
         }
     }
 
-    /// The task's time-based work, retried as `put` is.
+    /// The task's time-based work, retried as `put` is; and the topics consumed recorded.
     async fn tick(&mut self) -> Result<(), Failure> {
+        self.control.record_topics(self.used.take()).await;
         let errors = self.pipeline.errors.clone();
         let mut retry = Retries::new(&errors, "tick", self.pipeline.metrics().retries.clone());
         loop {
@@ -467,13 +478,14 @@ enum Woke {
 const GROUP_OFFSETS_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// The task's consumer, `assign()`ed its partitions from `from` (where none, from its
-/// group's committed offset or as `auto.offset.reset` says).
+/// group's committed offset or as `auto.offset.reset` says), and the group's offsets it
+/// started from.
 async fn consumer(
     ctx: &UnitCtx,
     kafka: &crate::KafkaSettings,
     partitions: &[TopicPartition],
     from: &std::collections::BTreeMap<TopicPartition, i64>,
-) -> Result<StreamConsumer, Failure> {
+) -> Result<(StreamConsumer, BTreeMap<TopicPartition, i64>), Failure> {
     // The group (`connect-<name>`) only receives commits for monitoring: assignment comes
     // from Raft, never from the group.
     let config = crate::clients::for_unit(kafka, crate::clients::Role::Consumer, ctx)?;
@@ -515,7 +527,7 @@ async fn consumer(
     consumer
         .assign(&assignment)
         .map_err(|e| kafka_error("assign", e))?;
-    Ok(consumer)
+    Ok((consumer, group))
 }
 
 /// The `connect-<name>` group's committed offsets of these partitions (those Kafka Connect

@@ -10,6 +10,7 @@
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::sync::Arc;
+use std::time::Duration;
 
 use ferry_connect::plugin::TaskFactory;
 use ferry_connect::record::source_map_json;
@@ -30,8 +31,12 @@ use crate::dlq::Original;
 use crate::pipeline::Pipeline;
 use crate::retry::Retries;
 use crate::unit::{
-    lifecycle, started, stopped, CommittedSourceOffsets, Control, Failure, LoopUnit, UnitCtx,
+    lifecycle, started, stopped, CommittedSourceOffsets, Control, Failure, LoopUnit, TopicsUsed,
+    UnitCtx,
 };
+
+/// How often the topics written to are recorded (as often as a sink task's).
+const TOPICS_EVERY: Duration = Duration::from_secs(1);
 
 /// The class named for a record that could not be delivered.
 const PRODUCER_CLASS: &str = "org.apache.kafka.clients.producer.KafkaProducer";
@@ -126,6 +131,8 @@ pub struct SourceLoop<Pr: SourceProducer, P: Control> {
     /// Latest offset per source partition among the records sent (JSON texts).
     sent: BTreeMap<String, String>,
     committed: BTreeMap<String, String>,
+    /// The topics written to since they were last recorded.
+    used: TopicsUsed,
 }
 
 impl SourceLoop<FutureProducer, UnitCtx> {
@@ -197,6 +204,7 @@ impl<Pr: SourceProducer, P: Control> SourceLoop<Pr, P> {
             in_flight: Vec::new(),
             sent: BTreeMap::new(),
             committed: BTreeMap::new(),
+            used: TopicsUsed::default(),
         }
     }
 
@@ -265,6 +273,7 @@ impl<Pr: SourceProducer, P: Control> SourceLoop<Pr, P> {
         loop {
             match self.producer.send(&record.topic, record.partition, out) {
                 Ok(delivery) => {
+                    self.used.saw(&record.topic);
                     self.in_flight.push((delivery, position.clone()));
                     return Ok(());
                 }
@@ -350,6 +359,7 @@ impl<Pr: SourceProducer, P: Control> SourceLoop<Pr, P> {
     ) -> Result<(), Failure> {
         let interval = self.unit.flush_interval;
         let mut last_commit = tokio::time::Instant::now();
+        let mut last_topics = tokio::time::Instant::now();
         let mut reported: Option<TargetState> = None;
         loop {
             if *stop.borrow() {
@@ -368,6 +378,10 @@ impl<Pr: SourceProducer, P: Control> SourceLoop<Pr, P> {
             if last_commit.elapsed() >= interval {
                 self.commit().await?;
                 last_commit = tokio::time::Instant::now();
+            }
+            if last_topics.elapsed() >= TOPICS_EVERY {
+                self.control.record_topics(self.used.take()).await;
+                last_topics = tokio::time::Instant::now();
             }
             if target == TargetState::Paused {
                 tokio::select! {

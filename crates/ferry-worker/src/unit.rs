@@ -2,7 +2,7 @@
 //! status reports and offset commits to the control plane (fenced by generation), and the
 //! control-plane implementations of the connector contracts (`SinkCommitter`, `OffsetReader`).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -38,10 +38,32 @@ pub struct RuntimeSettings {
     /// Kafka Connect's offsets topic (its `offset.storage.topic`), to take source connectors
     /// over from it (see [`crate::takeover`]); a connector's `offsets.storage.topic` wins.
     pub offset_storage_topic: Option<String>,
+    /// Kafka Connect's `topic.tracking.enable`: record the topics each connector's tasks use
+    /// (KIP-558).
+    pub topic_tracking: bool,
     /// Test only: the units of this connector panic as they start.
     pub test_panic_connector: Option<String>,
     /// The wall clock given to tasks (the machine's but in tests).
     pub clock: WallClock,
+}
+
+/// The topics a task used since it last recorded them (KIP-558's active topics): noted per
+/// record, recorded by the loop once a second.
+#[derive(Debug, Default)]
+pub struct TopicsUsed(BTreeSet<String>);
+
+impl TopicsUsed {
+    /// A record went to or came from `topic`.
+    pub fn saw(&mut self, topic: &str) {
+        if !self.0.contains(topic) {
+            self.0.insert(topic.to_string());
+        }
+    }
+
+    /// The topics noted since the last call.
+    pub fn take(&mut self) -> BTreeSet<String> {
+        std::mem::take(&mut self.0)
+    }
 }
 
 /// Why a unit stopped other than by being asked to.
@@ -196,6 +218,37 @@ impl UnitCtx {
         })
         .await
         .map(|_| ())
+    }
+
+    /// Add the topics this unit used to its connector's active topics (KIP-558), those not
+    /// there already; nothing while topic tracking is off or the cluster is below the format
+    /// that keeps them. Best effort, as Kafka Connect's: a write that fails is logged, and
+    /// the topics are recorded when the unit next uses them.
+    pub async fn record_topics(&self, topics: BTreeSet<String>) {
+        if topics.is_empty() || !self.settings.topic_tracking {
+            return;
+        }
+        let missing: Vec<String> = {
+            let applied = self.node.state().read();
+            if applied.state.feature_level() < ferry_meta::format::TOPICS_AND_LOG_LEVELS {
+                return;
+            }
+            let known = applied.state.topics.get(&self.name);
+            topics
+                .into_iter()
+                .filter(|t| known.is_none_or(|k| !k.contains(t)))
+                .collect()
+        };
+        if missing.is_empty() {
+            return;
+        }
+        let command = Command::RecordTopics {
+            name: self.name.clone(),
+            topics: missing,
+        };
+        if let Err(e) = self.write(command).await {
+            debug!(unit = %self.label(), error = ?e, "active topics not recorded this time");
+        }
     }
 
     /// Report the state a target state calls for.
@@ -426,6 +479,11 @@ pub trait Control: Send + Sync {
         &self,
         command: Command,
     ) -> impl std::future::Future<Output = Result<(), Failure>> + Send;
+    /// Record the topics the unit used (see [`UnitCtx::record_topics`]).
+    fn record_topics(
+        &self,
+        topics: BTreeSet<String>,
+    ) -> impl std::future::Future<Output = ()> + Send;
 }
 
 impl Control for UnitCtx {
@@ -445,6 +503,13 @@ impl Control for UnitCtx {
         command: Command,
     ) -> impl std::future::Future<Output = Result<(), Failure>> + Send {
         UnitCtx::commit(self, command)
+    }
+
+    fn record_topics(
+        &self,
+        topics: BTreeSet<String>,
+    ) -> impl std::future::Future<Output = ()> + Send {
+        UnitCtx::record_topics(self, topics)
     }
 }
 

@@ -68,6 +68,30 @@ impl ClusterState {
                 }
                 Ok(Outcome::Done)
             }
+            Command::RecordTopics { name, topics } => {
+                if self.connectors.contains_key(name) {
+                    self.topics
+                        .entry(name.clone())
+                        .or_default()
+                        .extend(topics.iter().cloned());
+                }
+                Ok(Outcome::Done)
+            }
+            Command::ResetTopics { name } => {
+                self.topics.remove(name);
+                Ok(Outcome::Done)
+            }
+            Command::SetLogLevel { logger, level } => {
+                let seq = self.log_levels.values().map(|l| l.seq).max().unwrap_or(0) + 1;
+                self.log_levels.insert(
+                    logger.clone(),
+                    ClusterLogLevel {
+                        level: level.clone(),
+                        seq,
+                    },
+                );
+                Ok(Outcome::Done)
+            }
             Command::RemoveWorker { id, retire } => {
                 self.workers.remove(id);
                 if *retire {
@@ -192,6 +216,7 @@ impl ClusterState {
         self.offsets.remove(name);
         self.sink_partitions.remove(name);
         self.fenced.remove(name);
+        self.topics.remove(name);
         Ok(Outcome::Done)
     }
 

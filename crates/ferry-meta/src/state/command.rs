@@ -340,6 +340,26 @@ pub enum Command {
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         supersede: bool,
     },
+    /// A task used these topics (KIP-558; format 7): added to its connector's active topics,
+    /// if the connector exists.
+    RecordTopics {
+        /// The connector.
+        name: String,
+        /// The topics.
+        topics: Vec<String>,
+    },
+    /// Forget a connector's active topics (format 7).
+    ResetTopics {
+        /// The connector.
+        name: String,
+    },
+    /// Set a logger's level on every node (format 7).
+    SetLogLevel {
+        /// The logger.
+        logger: String,
+        /// The level, by Kafka Connect's name.
+        level: String,
+    },
 }
 
 impl Command {
@@ -355,6 +375,14 @@ impl Command {
             Command::PutConnector {
                 initial: Some(_), ..
             } => crate::format::REST_API,
+            Command::RecordTopics { .. }
+            | Command::ResetTopics { .. }
+            | Command::SetLogLevel { .. } => crate::format::TOPICS_AND_LOG_LEVELS,
+            Command::RestoreState { state }
+                if !state.topics.is_empty() || !state.log_levels.is_empty() =>
+            {
+                crate::format::TOPICS_AND_LOG_LEVELS
+            }
             Command::RestoreState { state }
                 if !state.retired.is_empty()
                     || state.workers.values().any(|w| !w.rest_url.is_empty()) =>
@@ -405,6 +433,9 @@ impl Command {
             Command::SetSinkPartitions { .. } => "set-sink-partitions",
             Command::AlterOffsets { .. } => "alter-offsets",
             Command::ResetOffsets { .. } => "reset-offsets",
+            Command::RecordTopics { .. } => "record-topics",
+            Command::ResetTopics { .. } => "reset-topics",
+            Command::SetLogLevel { .. } => "set-log-level",
         }
     }
 
@@ -416,7 +447,8 @@ impl Command {
             | Command::RestoreState { .. }
             | Command::Unsupported { .. }
             | Command::PutWorker { .. }
-            | Command::RemoveWorker { .. } => None,
+            | Command::RemoveWorker { .. }
+            | Command::SetLogLevel { .. } => None,
             Command::PutConnector { name, .. }
             | Command::DeleteConnector { name }
             | Command::SetTargetState { name, .. }
@@ -432,7 +464,9 @@ impl Command {
             | Command::CommitSinkRange { name, .. }
             | Command::SetSinkPartitions { name, .. }
             | Command::AlterOffsets { name, .. }
-            | Command::ResetOffsets { name, .. } => Some(name),
+            | Command::ResetOffsets { name, .. }
+            | Command::RecordTopics { name, .. }
+            | Command::ResetTopics { name } => Some(name),
         }
     }
 }

@@ -333,6 +333,26 @@ pub struct ClusterState {
     pub requests: BTreeMap<String, Response>,
     /// The recent request ids, oldest first.
     pub request_order: VecDeque<String>,
+    /// The topics each connector's tasks used (Kafka Connect's active topics, KIP-558): a sink
+    /// task's consumed topics, a source task's produced ones. From format
+    /// [`crate::format::TOPICS_AND_LOG_LEVELS`].
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub topics: BTreeMap<String, BTreeSet<String>>,
+    /// Log levels set for the whole cluster (`/admin/loggers/{name}?scope=cluster`): each node
+    /// applies every change once, in the order of their `seq`. From format
+    /// [`crate::format::TOPICS_AND_LOG_LEVELS`].
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub log_levels: BTreeMap<String, ClusterLogLevel>,
+}
+
+/// A log level set for the whole cluster.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+pub struct ClusterLogLevel {
+    /// The level, by Kafka Connect's (log4j's) name.
+    pub level: String,
+    /// The change's place among all cluster-wide changes (1, 2, …): a node applies those
+    /// above the last it applied.
+    pub seq: u64,
 }
 
 /// A trace cut to [`MAX_TRACE`] bytes (on a character boundary), saying so.

@@ -1192,3 +1192,64 @@ fn a_connector_created_in_a_target_state_starts_in_it() {
     assert!(s.apply(&Request::anonymous(update)).is_ok());
     assert_eq!(s.connectors["a"].target, TargetState::Stopped);
 }
+
+#[test]
+fn active_topics_grow_by_union_and_go_with_a_reset_or_the_connector() {
+    let mut s = ClusterState::default();
+    let record = |name: &str, topics: &[&str]| Command::RecordTopics {
+        name: name.into(),
+        topics: topics.iter().map(|t| t.to_string()).collect(),
+    };
+    assert!(s.apply(&Request::anonymous(put("a", true, None))).is_ok());
+    let mut apply = |c: Command| assert_eq!(s.apply(&Request::anonymous(c)), Ok(Outcome::Done));
+    apply(record("a", &["t1"]));
+    apply(record("a", &["t2", "t1"]));
+    // A task of a connector deleted meanwhile records nothing.
+    apply(record("gone", &["t3"]));
+    assert_eq!(
+        s.topics,
+        BTreeMap::from([("a".to_string(), ["t1", "t2"].map(String::from).into())])
+    );
+    let mut apply = |c: Command| assert_eq!(s.apply(&Request::anonymous(c)), Ok(Outcome::Done));
+    apply(Command::ResetTopics { name: "a".into() });
+    assert!(s.topics.is_empty());
+    // A reset of a connector without topics (or without a connector) is no error.
+    let mut apply = |c: Command| assert_eq!(s.apply(&Request::anonymous(c)), Ok(Outcome::Done));
+    apply(Command::ResetTopics { name: "b".into() });
+    apply(record("a", &["t4"]));
+    assert!(!s.topics.is_empty());
+    let mut apply = |c: Command| assert_eq!(s.apply(&Request::anonymous(c)), Ok(Outcome::Done));
+    apply(Command::DeleteConnector { name: "a".into() });
+    assert!(s.topics.is_empty());
+    assert_eq!(
+        record("a", &["t"]).format(),
+        crate::format::TOPICS_AND_LOG_LEVELS
+    );
+    assert_eq!(
+        Command::ResetTopics { name: "a".into() }.format(),
+        crate::format::TOPICS_AND_LOG_LEVELS
+    );
+}
+
+#[test]
+fn cluster_log_levels_are_numbered_in_the_order_they_were_set() {
+    let mut s = ClusterState::default();
+    let set = |logger: &str, level: &str| Command::SetLogLevel {
+        logger: logger.into(),
+        level: level.into(),
+    };
+    let mut apply = |c: Command| assert_eq!(s.apply(&Request::anonymous(c)), Ok(Outcome::Done));
+    apply(set("ferry_worker", "DEBUG"));
+    apply(set("root", "WARN"));
+    apply(set("ferry_worker", "INFO"));
+    let seen: Vec<(&str, &str, u64)> = s
+        .log_levels
+        .iter()
+        .map(|(k, l)| (k.as_str(), l.level.as_str(), l.seq))
+        .collect();
+    assert_eq!(seen, [("ferry_worker", "INFO", 3), ("root", "WARN", 2)]);
+    assert_eq!(
+        set("root", "INFO").format(),
+        crate::format::TOPICS_AND_LOG_LEVELS
+    );
+}

@@ -43,6 +43,8 @@ pub fn routes() -> Router<Rest> {
             "/connectors/{name}/offsets",
             get(offsets).patch(alter_offsets).delete(reset_offsets),
         )
+        .route("/connectors/{name}/topics", get(topics))
+        .route("/connectors/{name}/topics/reset", put(reset_topics))
 }
 
 /// Kafka Connect's messages for a connector that does not exist, which differ by endpoint.
@@ -592,4 +594,43 @@ async fn reset_offsets(
     Ok(Json(Message {
         message: "The offsets for this connector have been reset successfully".into(),
     }))
+}
+
+/// Kafka Connect's answer while topic tracking is off (`topic.tracking.enable=false`).
+fn tracking_off() -> RestError {
+    RestError::new(StatusCode::FORBIDDEN, "Topic tracking is disabled.")
+}
+
+/// KIP-558: the topics the connector's tasks used, `{"<name>": {"topics": [...]}}`.
+async fn topics(State(rest): State<Rest>, Path(name): Path<String>) -> RestResult<Response> {
+    if !rest.topic_tracking.enable {
+        return Err(tracking_off());
+    }
+    let topics = rest
+        .core
+        .active_topics(&name)
+        .await
+        .map_err(|e| RestError::from_core(e, Asked::Read, not_found(&name)))?;
+    Ok(Json(serde_json::json!({ name: { "topics": topics } })).into_response())
+}
+
+/// KIP-558: forget the connector's active topics; 202 without a body, as Kafka Connect.
+async fn reset_topics(
+    State(rest): State<Rest>,
+    Path(name): Path<String>,
+) -> RestResult<StatusCode> {
+    if !rest.topic_tracking.enable {
+        return Err(tracking_off());
+    }
+    if !rest.topic_tracking.allow_reset {
+        return Err(RestError::new(
+            StatusCode::FORBIDDEN,
+            "Topic tracking reset is disabled.",
+        ));
+    }
+    rest.core
+        .reset_topics(&name, "")
+        .await
+        .map_err(|e| RestError::from_core(e, Asked::Write, not_found(&name)))?;
+    Ok(StatusCode::ACCEPTED)
 }

@@ -5,12 +5,13 @@ use std::collections::BTreeMap;
 use axum::body::Bytes;
 use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{Json, Router};
 use serde::Serialize;
 use serde_json::Value;
 
-use super::error::{RestError, RestResult};
+use super::error::{Asked, RestError, RestResult};
 use super::{json_body, Rest};
 use crate::loggers::{is_target, parse_level, LoggerLevel};
 
@@ -61,7 +62,7 @@ async fn set(
     Query(query): Query<Vec<(String, String)>>,
     headers: HeaderMap,
     body: Bytes,
-) -> RestResult<(StatusCode, Json<Value>)> {
+) -> RestResult<Response> {
     let body = json_body(&headers, &body)?;
     let Some(asked) = body.get("level").and_then(Value::as_str) else {
         return Err(RestError::bad_request(
@@ -83,15 +84,16 @@ async fn set(
         .find(|(k, _)| k == "scope")
         .map(|(_, v)| v.as_str());
     if scope.is_some_and(|s| s.eq_ignore_ascii_case("cluster")) {
-        return Err(RestError::new(
-            StatusCode::NOT_IMPLEMENTED,
-            "scope=cluster is not supported by Ferry yet: set the level on each node \
-             (scope=worker)",
-        ));
+        // Every node applies it as it learns of it; the answer says nothing about which.
+        rest.core
+            .set_cluster_log_level(&name, level, "")
+            .await
+            .map_err(|e| RestError::from_core(e, Asked::Write, || name.clone()))?;
+        return Ok(StatusCode::NO_CONTENT.into_response());
     }
     let changed = rest
         .loggers
         .set(&name, level)
         .map_err(RestError::internal)?;
-    Ok((StatusCode::OK, Json(serde_json::json!(changed))))
+    Ok(Json(serde_json::json!(changed)).into_response())
 }

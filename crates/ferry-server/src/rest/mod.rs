@@ -35,6 +35,7 @@ const HEALTH_TIMEOUT: Duration = Duration::from_secs(10);
 pub struct Rest {
     core: Core,
     loggers: crate::loggers::Loggers,
+    topic_tracking: TopicTracking,
     /// The Kafka cluster's id, asked once.
     kafka_cluster_id: Arc<OnceCell<Option<String>>>,
 }
@@ -50,6 +51,25 @@ pub enum AdminOn {
     Own,
 }
 
+/// Kafka Connect's `topic.tracking.enable` and `topic.tracking.allow.reset` (KIP-558).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TopicTracking {
+    /// The active topics are recorded and shown.
+    pub enable: bool,
+    /// They may be reset.
+    pub allow_reset: bool,
+}
+
+/// How a node's REST listeners are set up, beyond the core they serve.
+pub struct Options {
+    /// Where `/admin/*` is served.
+    pub admin: AdminOn,
+    /// CORS, if configured.
+    pub cors: Option<CorsLayer>,
+    /// Topic tracking.
+    pub topic_tracking: TopicTracking,
+}
+
 /// The routers of a node's REST listeners.
 pub struct Routers {
     /// For `listeners`.
@@ -59,15 +79,16 @@ pub struct Routers {
 }
 
 /// The REST API over `core`: `/admin/*` where `admin` says, CORS as `cors` allows.
-pub fn routers(
-    core: Core,
-    loggers: crate::loggers::Loggers,
-    admin: AdminOn,
-    cors: Option<CorsLayer>,
-) -> Routers {
+pub fn routers(core: Core, loggers: crate::loggers::Loggers, options: Options) -> Routers {
+    let Options {
+        admin,
+        cors,
+        topic_tracking,
+    } = options;
     let rest = Rest {
         core,
         loggers,
+        topic_tracking,
         kafka_cluster_id: Arc::new(OnceCell::new()),
     };
     let mut main = Router::new()

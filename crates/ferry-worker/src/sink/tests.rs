@@ -423,3 +423,19 @@ async fn a_stop_while_retrying_ends_the_loop_without_waiting_for_the_next_try() 
     assert_eq!(Instant::now(), stopped_at, "no wait after the stop");
     assert_eq!(bed.log.count("put"), tries, "no try after the stop");
 }
+
+#[tokio::test(start_paused = true)]
+async fn the_topics_consumed_are_recorded_at_the_next_tick_and_again_only_after_more_records() {
+    let bed = start(&["1", "2"], &[], Script::default(), false);
+    run_for(Duration::from_millis(1500)).await;
+    assert_eq!(bed.log.count("topics t"), 1, "{:?}", bed.log.events());
+    // Nothing consumed since: nothing to record.
+    run_for(Duration::from_secs(3)).await;
+    assert_eq!(bed.log.count("topics t"), 1, "{:?}", bed.log.events());
+    // Consumed again: recorded again (the control plane keeps only what it lacks).
+    bed.consumer.produce(0, &["3"]);
+    run_for(Duration::from_millis(1500)).await;
+    assert_eq!(bed.log.count("topics t"), 2, "{:?}", bed.log.events());
+    bed.stop.send_replace(true);
+    assert!(bed.done.await.expect("the loop").is_ok());
+}
