@@ -483,8 +483,7 @@ async fn stop(State(rest): State<Rest>, Path(name): Path<String>) -> RestResult<
 async fn tasks(State(rest): State<Rest>, Path(name): Path<String>) -> RestResult<Response> {
     let tasks = about(&rest, &name, |s| {
         let connector = s.connectors.get(&name)?;
-        // A stopped connector has no tasks in Kafka Connect (its task configs are removed).
-        if connector.target == TargetState::Stopped {
+        if !super::entities::lists_tasks(connector.target) {
             return Some(Vec::new());
         }
         let plugin = rest.core.plugin_of(&connector.config);

@@ -90,6 +90,13 @@ pub struct ConnectorState {
     pub kind: String,
 }
 
+/// Whether Kafka Connect lists a connector's tasks in this target state: not while STOPPED
+/// (it removes their configs), even while Ferry's are still being stopped (the gRPC API shows
+/// them).
+pub fn lists_tasks(target: TargetState) -> bool {
+    target != TargetState::Stopped
+}
+
 impl ConnectorState {
     /// The status of connector `name`, if it exists, its plugin's `kind` and `version` if
     /// known.
@@ -100,11 +107,12 @@ impl ConnectorState {
         version: Option<&'static str>,
     ) -> Option<Self> {
         let status = convert::status_info(state, name, kind, convert::Door::Rest)?;
-        let stopped = status.target_state == TargetState::Stopped.as_str();
+        let listed = state
+            .connectors
+            .get(name)
+            .is_some_and(|c| lists_tasks(c.target));
         let mut answer = ConnectorState::from(status);
-        // A stopped connector has no tasks in Kafka Connect (their configs are removed), even
-        // while Ferry's are still being stopped (the gRPC status shows them).
-        if stopped {
+        if !listed {
             answer.tasks.clear();
         }
         answer.connector.version = version;
