@@ -399,6 +399,15 @@ fn script(dir: &std::path::Path) -> Vec<Request> {
         with(
             "PUT",
             "/connector-plugins/FileStreamSink/config/validate",
+            json!({"connector.class": "FileStreamSink", "name": "v", "tasks.max": "1",
+                   "topics": TOPIC, "file": out,
+                   "value.converter": "org.apache.kafka.connect.json.JsonConverter",
+                   "value.converter.schemas.enable": "false",
+                   "header.converter": "org.apache.kafka.connect.storage.SimpleHeaderConverter"}),
+        ),
+        with(
+            "PUT",
+            "/connector-plugins/FileStreamSink/config/validate",
             json!({"connector.class": "FileStreamSink", "name": "v", "tasks.max": "0",
                    "topics": TOPIC, "topics.regex": "compat-.*", "file": out}),
         ),

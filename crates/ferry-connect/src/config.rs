@@ -131,9 +131,9 @@ impl Width {
 /// width and its label, as the validate API reports them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Display {
-    /// The group (`Common`, `Error Handling`, …).
-    pub group: &'static str,
-    /// The place in the group, from 1.
+    /// The group (`Common`, `Error Handling`, …); `None` for a property in no group.
+    pub group: Option<&'static str>,
+    /// The place in the group, from 1; -1 outside a group.
     pub order: i32,
     /// The field's width.
     pub width: Width,
@@ -221,8 +221,19 @@ impl ConfigKey {
         label: &'static str,
     ) -> Self {
         self.display = Some(Display {
-            group,
+            group: Some(group),
             order,
+            width,
+            label,
+        });
+        self
+    }
+
+    /// How a form shows a property outside any group: its width and label.
+    pub const fn labelled(mut self, width: Width, label: &'static str) -> Self {
+        self.display = Some(Display {
+            group: None,
+            order: -1,
             width,
             label,
         });

@@ -29,4 +29,4 @@ pub use logical::{Decimal, Logical};
 pub use plugin::{PluginDesc, PluginKind};
 pub use record::{Header, SinkRecord, SourceRecord, TopicPartition};
 pub use task::{Connector, SinkTask, SinkTaskContext, SourceTask, SourceTaskContext};
-pub use validate::{validate, FieldResult, Validation};
+pub use validate::{validate, validate_on, FieldResult, Validation};

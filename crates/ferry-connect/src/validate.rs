@@ -123,14 +123,32 @@ pub const CLIENT_OVERRIDE_PREFIXES: [&str; 3] = [
     "admin.override.",
 ];
 
-/// Validate `config` against the plugins Ferry has.
+/// Validate `config` against the plugins Ferry has, on a worker that names no converters.
 pub fn validate(plugins: &[PluginDesc], config: &BTreeMap<String, String>) -> Validation {
+    validate_on(plugins, config, &BTreeMap::new())
+}
+
+/// Validate `config` against the plugins Ferry has, on a worker whose converters are `worker`
+/// (`key.converter` …: the defaults of the connector's).
+pub fn validate_on(
+    plugins: &[PluginDesc],
+    config: &BTreeMap<String, String>,
+    worker: &BTreeMap<String, String>,
+) -> Validation {
     let class = config.get("connector.class");
     let plugin = class.and_then(|c| find(plugins, c));
-    let def = match plugin {
+    let mut def = match plugin {
         Some(plugin) => definition(plugin),
         None => connector_common(),
     };
+    for key in &mut def {
+        if CONVERTER_KINDS
+            .iter()
+            .any(|(prefix, _)| *prefix == key.name)
+        {
+            key.default = crate::converter::fallback(key.name, worker);
+        }
+    }
     let mut validation = Validation {
         class: plugin.map(|p| p.class),
         kind: plugin.map(|p| p.kind()),
@@ -148,7 +166,25 @@ pub fn validate(plugins: &[PluginDesc], config: &BTreeMap<String, String>) -> Va
             ));
         }
     }
-    // A converter's own properties: checked against the converter the config names.
+    // The key and value converters the config names: every property of each, after the
+    // connector's, as Kafka Connect lists them (`converter.type` is the worker's to set; it
+    // lists no header converter's).
+    for (prefix, kind) in CONVERTER_KINDS {
+        let Some(class) = config.get(prefix).filter(|_| lists_properties(prefix)) else {
+            continue;
+        };
+        for key in crate::converter::converter_config(class) {
+            let name = format!("{prefix}.{}", key.name);
+            let value = match key.name {
+                crate::converter::CONVERTER_TYPE => Some(kind.to_string()),
+                _ => config.get(&name).cloned(),
+            };
+            let mut field = check_key(&key, value.as_ref());
+            field.name = name;
+            validation.fields.push(field);
+        }
+    }
+    // Converter properties no named converter has.
     for (name, value) in config {
         if let Some(field) = check_converter_property(config, name, value) {
             validation.fields.push(field);
@@ -236,33 +272,48 @@ fn converter_prefix(name: &str) -> Option<(&'static str, &str)> {
         })
 }
 
-/// The validation of a `key.converter.*` (or `value.converter.*`) property: against the
-/// converter the config names; a property that converter does not have, or one given without
-/// naming a converter (the worker's converter and its settings apply then), is accepted with
-/// a warning.
+/// The converters a connector names, and how each is used (its `converter.type`).
+const CONVERTER_KINDS: [(&str, &str); 3] = [
+    ("key.converter", "key"),
+    ("value.converter", "value"),
+    ("header.converter", "header"),
+];
+
+/// Whether the validation lists every property of the converter a config names under
+/// `prefix`, as Kafka Connect's does for the key and value converters.
+fn lists_properties(prefix: &str) -> bool {
+    prefix != "header.converter"
+}
+
+/// The validation of a `key.converter.*` (or `value.converter.*`, `header.converter.*`)
+/// property not listed with its converter: checked against the converter the config names;
+/// one given without naming a converter (the worker's converter and its settings apply then),
+/// or one the converter lacks, is accepted with a warning.
 fn check_converter_property(
     config: &BTreeMap<String, String>,
     name: &str,
     value: &String,
 ) -> Option<FieldResult> {
     let (prefix, own) = converter_prefix(name)?;
+    let mut field = FieldResult::new(name, Some(value));
     let Some(class) = config.get(prefix) else {
-        let mut field = FieldResult::new(name, Some(value));
         field.warnings.push(format!(
             "accepted without effect: this config sets no {prefix}, so the worker's converter \
              runs with the worker's settings"
         ));
         return Some(field);
     };
-    let def = crate::converter::converter_config(class);
-    match def.iter().find(|k| k.name == own) {
+    match crate::converter::converter_config(class)
+        .iter()
+        .find(|k| k.name == own)
+    {
+        Some(_) if lists_properties(prefix) => None,
         Some(key) => {
             let mut field = check_key(key, Some(value));
             field.name = name.to_string();
             Some(field)
         }
         None => {
-            let mut field = FieldResult::new(name, Some(value));
             field.warnings.push(format!(
                 "accepted without effect: {class} has no property {own:?}"
             ));
@@ -464,9 +515,9 @@ mod tests {
                 "string converter encoding",
                 vec![
                     ("key.converter", "StringConverter"),
-                    ("key.converter.encoding", "latin1"),
+                    ("key.converter.converter.encoding", "latin1"),
                 ],
-                "key.converter.encoding",
+                "key.converter.converter.encoding",
                 "only UTF-8",
             ),
             (
@@ -562,6 +613,65 @@ mod tests {
                     && w.contains("has no property")),
             "{warnings:?}"
         );
+    }
+
+    #[test]
+    fn named_converters_list_their_properties_and_the_workers_are_the_defaults() {
+        let c = config(&[
+            ("name", "a"),
+            ("connector.class", "TestSink"),
+            ("topics", "t"),
+            ("file", "f"),
+            ("value.converter", "StringConverter"),
+            ("header.converter", "JsonConverter"),
+            ("header.converter.schemas.enable", "maybe"),
+        ]);
+        let worker = config(&[("key.converter", "JsonConverter")]);
+        let v = validate_on(&plugins(), &c, &worker);
+        let default = |name: &str| {
+            v.fields
+                .iter()
+                .find(|f| f.name == name)
+                .and_then(|f| f.key.as_ref())
+                .and_then(|k| k.default)
+        };
+        assert_eq!(
+            default("key.converter"),
+            Some("org.apache.kafka.connect.json.JsonConverter")
+        );
+        assert_eq!(
+            default("value.converter"),
+            Some("org.apache.kafka.connect.storage.StringConverter")
+        );
+        assert_eq!(
+            default("header.converter"),
+            Some("org.apache.kafka.connect.storage.SimpleHeaderConverter")
+        );
+        // The value converter's properties follow the connector's, its type set; the header
+        // converter's are not listed, but one given is checked.
+        let listed: Vec<(&str, Option<&str>)> = v
+            .fields
+            .iter()
+            .filter(|f| f.name.starts_with("value.converter.converter."))
+            .map(|f| (f.name.as_str(), f.value.as_deref()))
+            .collect();
+        assert_eq!(
+            listed,
+            [
+                ("value.converter.converter.type", Some("value")),
+                ("value.converter.converter.encoding", None)
+            ]
+        );
+        assert_eq!(
+            errors_of(&v, "header.converter.schemas.enable").len(),
+            1,
+            "{:?}",
+            v.errors()
+        );
+        assert!(!v
+            .fields
+            .iter()
+            .any(|f| f.name == "header.converter.converter.type"));
     }
 
     #[test]

@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use ferry_connect::{validate, PluginDesc, PluginKind, Validation};
+use ferry_connect::{validate_on, PluginDesc, PluginKind, Validation};
 use ferry_meta::peer::Proposal;
 use ferry_meta::state::{Command, Connector, Outcome, SinkOffset, SourceOffset, TargetState};
 use ferry_meta::{ClusterState, ConfigMap, FerryNode, MetaNode, NodeId, Request};
@@ -33,6 +33,9 @@ pub struct Core {
     limits: Arc<Limits>,
     /// The brokers, for what a call asks of Kafka itself (a sink's group on reset).
     kafka: Option<ferry_worker::KafkaSettings>,
+    /// The worker's converters (`[worker.converters]`): what a connector that names none
+    /// uses, shown as the defaults of its converter properties.
+    converters: Arc<BTreeMap<String, String>>,
 }
 
 /// What became of a config to store.
@@ -100,6 +103,7 @@ impl Core {
         target_voters: usize,
         limits: Limits,
         kafka: Option<ferry_worker::KafkaSettings>,
+        converters: BTreeMap<String, String>,
     ) -> Self {
         Core {
             node,
@@ -107,6 +111,7 @@ impl Core {
             target_voters,
             limits: Arc::new(limits),
             kafka,
+            converters: Arc::new(converters),
         }
     }
 
@@ -185,7 +190,7 @@ impl Core {
 
     /// Every property's result, with the limits that belong to properties.
     fn validation(&self, config: &BTreeMap<String, String>) -> Validation {
-        let mut validation = validate(&self.plugins, config);
+        let mut validation = validate_on(&self.plugins, config, &self.converters);
         self.limits.check_properties(config, &mut validation);
         validation
     }

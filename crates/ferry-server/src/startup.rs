@@ -136,6 +136,7 @@ pub async fn run(
         config.target_voters,
         config.limits.clone(),
         kafka.clone(),
+        config.worker.converters.clone(),
     );
     tokio::spawn(crate::loggers::follow_cluster_levels(
         loggers.clone(),

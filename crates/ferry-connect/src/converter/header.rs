@@ -78,8 +78,7 @@ pub fn header_converter(
     class: &str,
     props: &BTreeMap<String, String>,
 ) -> Result<Box<dyn HeaderConverter>> {
-    let class = class.trim();
-    if class == SIMPLE_HEADER_CONVERTER || class == "SimpleHeaderConverter" {
+    if super::is_simple_header_converter(class) {
         return Ok(Box::new(SimpleHeaderConverter));
     }
     Ok(Box::new(AsHeaders(super::converter(class, props)?)))

@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use crate::config::{ConfigDef, ConfigKey, ConfigType, Importance, Support};
+use crate::config::{ConfigDef, ConfigKey, ConfigType, Importance, Support, Width};
 use crate::data::{Schema, SchemaAndValue, SchemaType, Value};
 use crate::error::{ConnectError, Result};
 
@@ -51,8 +51,7 @@ pub fn is_converter(class: &str) -> bool {
 
 /// Whether `class` names a header converter Ferry has.
 pub fn is_header_converter(class: &str) -> bool {
-    let class = class.trim();
-    class == SIMPLE_HEADER_CONVERTER || class == "SimpleHeaderConverter" || is_converter(class)
+    is_simple_header_converter(class) || is_converter(class)
 }
 
 /// The class a name or alias stands for, if Ferry has the converter.
@@ -67,34 +66,38 @@ pub fn resolve(class: &str) -> Option<&'static str> {
 /// The prefixes under which a connector (or the worker) configures its converters.
 pub const CONVERTER_PREFIXES: &[&str] = &["key.converter", "value.converter", "header.converter"];
 
-/// The properties of a converter class, named without the `key.converter.` prefix.
+/// Every converter's `converter.type`: how it is used (`key`, `value` or `header`), set by the
+/// framework, as Kafka Connect's `ConverterConfig` declares it.
+pub const CONVERTER_TYPE: &str = "converter.type";
+
+fn converter_type() -> ConfigKey {
+    ConfigKey::new(
+        CONVERTER_TYPE,
+        ConfigType::String,
+        Importance::Low,
+        "How the converter is used (key, value or header); set by the worker.",
+    )
+    .required()
+    .labelled(Width::None, CONVERTER_TYPE)
+}
+
+/// The properties of a converter class, named without the `key.converter.` prefix, in the
+/// form and the order in which Kafka Connect's validation lists them.
 pub fn converter_config(class: &str) -> ConfigDef {
     match resolve(class) {
         Some(STRING_CONVERTER) => vec![
-            ConfigKey::new(
-                "encoding",
-                ConfigType::String,
-                Importance::Low,
-                "The character encoding of the text; only UTF-8.",
-            )
-            .default("UTF-8")
-            .validator(utf8_only),
+            converter_type(),
             ConfigKey::new(
                 "converter.encoding",
                 ConfigType::String,
-                Importance::Low,
-                "Kafka's name of the same setting; only UTF-8.",
+                Importance::High,
+                "The character encoding of the text; only UTF-8.",
             )
-            .validator(utf8_only),
+            .default("UTF-8")
+            .validator(utf8_only)
+            .labelled(Width::Medium, "Encoding"),
         ],
         Some(JSON_CONVERTER) => vec![
-            ConfigKey::new(
-                "schemas.enable",
-                ConfigType::Boolean,
-                Importance::High,
-                "Whether records carry their schema in a {\"schema\",\"payload\"} envelope.",
-            )
-            .default("true"),
             ConfigKey::new(
                 "decimal.format",
                 ConfigType::String,
@@ -102,25 +105,54 @@ pub fn converter_config(class: &str) -> ConfigDef {
                 "How decimals are written: BASE64 (their unscaled bytes) or NUMERIC (a number).",
             )
             .default("BASE64")
-            .choice::<json::DecimalFormat>(),
+            .choice::<json::DecimalFormat>()
+            .shown("Serialization", 0, Width::Medium, "Decimal Format"),
+            converter_type(),
+            ConfigKey::new(
+                "schemas.cache.size",
+                ConfigType::Int,
+                Importance::High,
+                "The size of Kafka Connect's schema cache.",
+            )
+            .default("1000")
+            .support(Support::NoEffect("Ferry keeps no schema cache"))
+            .shown("Schemas", 1, Width::Medium, "Schema Cache Size"),
             ConfigKey::new(
                 "replace.null.with.default",
                 ConfigType::Boolean,
                 Importance::Low,
                 "Whether a null value of a field with a default is read and written as the default.",
             )
-            .default("true"),
+            .default("true")
+            .shown("Serialization", 1, Width::Medium, "Replace null with default"),
             ConfigKey::new(
-                "schemas.cache.size",
-                ConfigType::Int,
-                Importance::Low,
-                "The size of Kafka Connect's schema cache.",
+                "schemas.enable",
+                ConfigType::Boolean,
+                Importance::High,
+                "Whether records carry their schema in a {\"schema\",\"payload\"} envelope.",
             )
-            .default("1000")
-            .support(Support::NoEffect("Ferry keeps no schema cache")),
+            .default("true")
+            .shown("Schemas", 0, Width::Medium, "Enable Schemas"),
+            ConfigKey::new(
+                "schema.content",
+                ConfigType::String,
+                Importance::High,
+                "A schema for records without an envelope (KIP-1054).",
+            )
+            .support(Support::Rejected(
+                "records without an envelope have no schema in Ferry's JsonConverter",
+            ))
+            .shown("Schemas", 2, Width::Medium, "Schema Content"),
         ],
-        _ => Vec::new(),
+        Some(_) => vec![converter_type()],
+        None => Vec::new(),
     }
+}
+
+/// Whether `class` names Kafka Connect's SimpleHeaderConverter.
+pub(crate) fn is_simple_header_converter(class: &str) -> bool {
+    let class = class.trim();
+    class == SIMPLE_HEADER_CONVERTER || class == "SimpleHeaderConverter"
 }
 
 fn utf8_only(value: &str) -> std::result::Result<(), String> {
@@ -151,7 +183,7 @@ fn configured(
     connector: &BTreeMap<String, String>,
     worker: &BTreeMap<String, String>,
 ) -> Result<Box<dyn Converter>> {
-    chosen(prefix, DEFAULT_CONVERTER, connector, worker, converter)
+    chosen(prefix, default_class(prefix), connector, worker, converter)
 }
 
 /// Kafka Connect's rule: the converter the connector names, with its settings, else the
@@ -181,13 +213,31 @@ pub fn headers(
     connector: &BTreeMap<String, String>,
     worker: &BTreeMap<String, String>,
 ) -> Result<Box<dyn HeaderConverter>> {
+    let prefix = "header.converter";
     chosen(
-        "header.converter",
-        SIMPLE_HEADER_CONVERTER,
+        prefix,
+        default_class(prefix),
         connector,
         worker,
         header_converter,
     )
+}
+
+/// The class a connector's converter under `prefix` is when neither the connector nor the
+/// worker names one.
+fn default_class(prefix: &str) -> &'static str {
+    match prefix {
+        "header.converter" => SIMPLE_HEADER_CONVERTER,
+        _ => DEFAULT_CONVERTER,
+    }
+}
+
+/// The full class name a converter's name or alias stands for, if Ferry has it.
+fn canonical(class: &str) -> Option<&'static str> {
+    match is_simple_header_converter(class) {
+        true => Some(SIMPLE_HEADER_CONVERTER),
+        false => resolve(class),
+    }
 }
 
 /// The class of the converter configured under `prefix` (`key.converter`, `value.converter`,
@@ -197,11 +247,18 @@ pub fn class_of(
     connector: &BTreeMap<String, String>,
     worker: &BTreeMap<String, String>,
 ) -> String {
-    let given = connector.get(prefix).or_else(|| worker.get(prefix));
-    match given {
-        Some(class) => resolve(class).map_or_else(|| class.trim().to_string(), str::to_string),
-        None if prefix == "header.converter" => SIMPLE_HEADER_CONVERTER.to_string(),
-        None => DEFAULT_CONVERTER.to_string(),
+    match connector.get(prefix).or_else(|| worker.get(prefix)) {
+        Some(class) => canonical(class).map_or_else(|| class.trim().to_string(), str::to_string),
+        None => default_class(prefix).to_string(),
+    }
+}
+
+/// What a connector that names no converter under `prefix` uses: the worker's (Kafka Connect
+/// shows it as the default of the connector's property), else Ferry's default.
+pub fn fallback(prefix: &str, worker: &BTreeMap<String, String>) -> Option<&'static str> {
+    match worker.get(prefix) {
+        Some(class) => canonical(class),
+        None => Some(default_class(prefix)),
     }
 }
 
@@ -240,15 +297,14 @@ pub fn check_worker_converters(worker: &BTreeMap<String, String>) -> Vec<String>
 }
 
 /// Build a converter from its class and its own properties (`key.converter.*` without the
-/// prefix: `schemas.enable`, `encoding`).
+/// prefix: `schemas.enable`, `converter.encoding`).
 pub fn converter(class: &str, props: &BTreeMap<String, String>) -> Result<Box<dyn Converter>> {
     let class = resolve(class)
         .ok_or_else(|| ConnectError::fatal(format!("unknown converter class {class:?}")))?;
     match class {
         STRING_CONVERTER => {
             let encoding = props
-                .get("encoding")
-                .or_else(|| props.get("converter.encoding"))
+                .get("converter.encoding")
                 .map(|e| e.to_ascii_uppercase().replace('-', ""))
                 .unwrap_or_else(|| "UTF8".into());
             if encoding != "UTF8" {
@@ -432,9 +488,10 @@ mod tests {
         assert!(converter("io.confluent.connect.avro.AvroConverter", &BTreeMap::new()).is_err());
         assert!(converter("JsonConverter", &BTreeMap::new()).is_ok());
         let latin1: BTreeMap<String, String> =
-            [("encoding".to_string(), "ISO-8859-1".to_string())].into();
+            [("converter.encoding".to_string(), "ISO-8859-1".to_string())].into();
         assert!(converter(STRING_CONVERTER, &latin1).is_err());
-        let utf8: BTreeMap<String, String> = [("encoding".to_string(), "utf-8".to_string())].into();
+        let utf8: BTreeMap<String, String> =
+            [("converter.encoding".to_string(), "utf-8".to_string())].into();
         assert!(converter(STRING_CONVERTER, &utf8).is_ok());
         let bad: BTreeMap<String, String> =
             [("schemas.enable".to_string(), "yes".to_string())].into();

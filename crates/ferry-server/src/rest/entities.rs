@@ -321,7 +321,7 @@ impl ConfigKeyInfo {
             default_value: key.default,
             importance: key.importance.as_str(),
             documentation: key.doc,
-            group: key.display.map(|d| d.group),
+            group: key.display.and_then(|d| d.group),
             order_in_group: key.display.map_or(-1, |d| d.order),
             width: key.display.map_or(Width::None, |d| d.width).as_str(),
             display_name: key
@@ -352,7 +352,12 @@ impl ConfigInfos {
     pub fn of(class: &str, validation: &Validation) -> Self {
         let mut groups: Vec<&'static str> = Vec::new();
         for field in &validation.fields {
-            if let Some(group) = field.key.as_ref().and_then(|k| k.display).map(|d| d.group) {
+            if let Some(group) = field
+                .key
+                .as_ref()
+                .and_then(|k| k.display)
+                .and_then(|d| d.group)
+            {
                 if !groups.contains(&group) {
                     groups.push(group);
                 }
