@@ -5,7 +5,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use ferry_tests::jepsen::client::{
-    spawn_config_clients, spawn_rest_config_clients, ClientPlan, History,
+    rest_config_client, spawn_clients, spawn_config_clients, ClientPlan, History,
 };
 use ferry_tests::jepsen::linearizable::{check, ConfigRegister};
 use ferry_tests::jepsen::nemesis::Nemesis;
@@ -64,7 +64,7 @@ fn through_a_leader_kill(door: Door) {
     };
     let clients = match door {
         Door::Grpc => spawn_config_clients(&runtime, 5, &plan, &history),
-        Door::Rest => spawn_rest_config_clients(&runtime, 5, &plan, &history),
+        Door::Rest => spawn_clients(&runtime, 5, &plan, &history, rest_config_client),
     };
     // The kill comes once the clients are well under way.
     wait_for(

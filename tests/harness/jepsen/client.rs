@@ -258,17 +258,32 @@ impl Drop for Writing<'_> {
     }
 }
 
-/// Start `count` config clients (ids 0..count) on `runtime`, each with `plan` and its own id.
+/// Start `count` gRPC config clients (ids 0..count) on `runtime`, each with `plan` and its
+/// own id.
 pub fn spawn_config_clients(
     runtime: &tokio::runtime::Runtime,
     count: u64,
     plan: &ClientPlan,
     history: &History,
 ) -> Vec<tokio::task::JoinHandle<()>> {
+    spawn_clients(runtime, count, plan, history, config_client)
+}
+
+/// Start `count` clients (ids 0..count) on `runtime`, each `client` with `plan` and its own id.
+pub fn spawn_clients<F>(
+    runtime: &tokio::runtime::Runtime,
+    count: u64,
+    plan: &ClientPlan,
+    history: &History,
+    client: fn(ClientPlan, History) -> F,
+) -> Vec<tokio::task::JoinHandle<()>>
+where
+    F: std::future::Future<Output = ()> + Send + 'static,
+{
     (0..count)
         .map(|id| {
             let plan = ClientPlan { id, ..plan.clone() };
-            runtime.spawn(config_client(plan, history.clone()))
+            runtime.spawn(client(plan, history.clone()))
         })
         .collect()
 }
@@ -409,23 +424,8 @@ pub async fn config_client(plan: ClientPlan, history: History) {
     }
 }
 
-/// Start `count` config clients speaking Kafka Connect's REST API (ids 0..count), each with
-/// `plan` (whose `addrs` are REST base URLs) and its own id.
-pub fn spawn_rest_config_clients(
-    runtime: &tokio::runtime::Runtime,
-    count: u64,
-    plan: &ClientPlan,
-    history: &History,
-) -> Vec<tokio::task::JoinHandle<()>> {
-    (0..count)
-        .map(|id| {
-            let plan = ClientPlan { id, ..plan.clone() };
-            runtime.spawn(rest_config_client(plan, history.clone()))
-        })
-        .collect()
-}
-
-/// `config_client` through the REST API, as a Kafka Connect user's script would call it (curl).
+/// `config_client` through the REST API, as a Kafka Connect user's script would call it (curl;
+/// the plan's `addrs` are REST base URLs).
 /// Every answer must be the operation's own or one of Kafka Connect's "try again" answers (409
 /// while no leader is known, 500): those leave a write's outcome unknown and a read without
 /// effect, as does no answer at all.
