@@ -9,6 +9,7 @@
 //!   (`sink.rs`).
 
 mod sink;
+mod versus;
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
@@ -130,8 +131,10 @@ async fn concurrent(addr: &str) -> anyhow::Result<f64> {
 }
 
 fn main() -> anyhow::Result<()> {
-    if std::env::args().nth(1).as_deref() == Some("failover") {
-        return sink::failover_only();
+    match std::env::args().nth(1).as_deref() {
+        Some("failover") => return sink::failover_only(),
+        Some("versus") => return versus::run(),
+        _ => {}
     }
     println!(
         "# Ferry control-plane benchmark (binaries: {})",
@@ -215,5 +218,6 @@ fn main() -> anyhow::Result<()> {
     );
     drop(cluster);
     sink::run()?;
+    versus::run()?;
     Ok(())
 }

@@ -56,17 +56,28 @@ fn json_record(i: usize) -> (String, String) {
 /// Produce the JSON path's records: the bytes of FileStreamSink's lines for them, and of the
 /// records' values.
 fn produce_json(bootstrap: &str) -> anyhow::Result<(u64, u64)> {
+    produce_json_to(bootstrap, JSON_TOPIC, JSON_RECORDS, PARTITIONS)
+}
+
+/// Produce `records` records of the JSON path to `topic`, round-robin over its `partitions`:
+/// the bytes of FileStreamSink's lines for them, and of the records' values.
+pub fn produce_json_to(
+    bootstrap: &str,
+    topic: &str,
+    records: usize,
+    partitions: i32,
+) -> anyhow::Result<(u64, u64)> {
     let producer = bench_producer(bootstrap)?;
     let (mut bytes, mut input) = (0, 0);
-    for i in 0..JSON_RECORDS {
+    for i in 0..records {
         let (value, line) = json_record(i);
         bytes += line.len() as u64;
         input += value.len() as u64;
         send(
             &producer,
-            BaseRecord::<(), [u8]>::to(JSON_TOPIC)
+            BaseRecord::<(), [u8]>::to(topic)
                 .payload(value.as_bytes())
-                .partition(i as i32 % PARTITIONS),
+                .partition(i as i32 % partitions),
         );
     }
     producer.flush(Duration::from_secs(120))?;
@@ -98,17 +109,28 @@ fn send(producer: &BaseProducer, mut record: BaseRecord<'_, (), [u8]>) {
 }
 
 fn produce(bootstrap: &str) -> anyhow::Result<Duration> {
+    produce_to(bootstrap, "bench", RECORDS, PARTITIONS)
+}
+
+/// Produce `records` numbered records of [`RECORD_BYTES`] to `topic`, round-robin over its
+/// `partitions`: how long that took.
+pub fn produce_to(
+    bootstrap: &str,
+    topic: &str,
+    records: usize,
+    partitions: i32,
+) -> anyhow::Result<Duration> {
     let producer = bench_producer(bootstrap)?;
     let started = Instant::now();
     let mut value = vec![b'x'; RECORD_BYTES];
-    for i in 0..RECORDS {
+    for i in 0..records {
         let tag = format!("{i:09}");
         value[..tag.len()].copy_from_slice(tag.as_bytes());
         send(
             &producer,
-            BaseRecord::<(), [u8]>::to("bench")
+            BaseRecord::<(), [u8]>::to(topic)
                 .payload(&value)
-                .partition(i as i32 % PARTITIONS),
+                .partition(i as i32 % partitions),
         );
     }
     producer.flush(Duration::from_secs(120))?;

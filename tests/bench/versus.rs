@@ -1,0 +1,670 @@
+//! Ferry beside Apache Kafka Connect 4.x, in one run on one machine: the same connector JSON
+//! sent to each one's REST API, the same topic, the same converters, each system measured
+//! while it works — records/s and MB/s from its first output to its last, CPU seconds per
+//! million records (utime + stime of every one of its processes, from /proc; the broker is
+//! not counted), and the peak RSS of its busiest worker. Printed as one table with the ratio
+//! Ferry / Kafka Connect, and written to `target/bench/versus.json`.
+//!
+//! - W1: FileStreamSink, StringConverter, 1,000,000 × 1 KiB records in 64 partitions, beside
+//!   kcat's raw consume of the same topic;
+//! - W2: FileStreamSink, JsonConverter with schemas and seed 003's ValueToKey +
+//!   ExtractField$Key on 1,000,000 records of a three-field struct;
+//! - W3: FileStreamSource of 1,000,000 lines into a topic, beside kcat's produce of the file;
+//! - W4: the control plane: 100 FileStreamSink connectors on an idle topic created one after
+//!   the other, until every task is RUNNING; then deleted.
+//!
+//! Both systems run with the same `offset.flush.interval.ms` (1 s: FileStreamSink's output is
+//! complete at its flush, which comes with the offset commit); Kafka Connect with
+//! `connect-distributed.sh`'s JVM options (`-Xms256M -Xmx2G`, the JVM's default G1).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use ferry_tests::connect::KafkaConnect;
+use ferry_tests::pipeline::started;
+use ferry_tests::rest::{self, Body};
+use ferry_tests::{wait_for, Cluster, Kafka, Settings};
+use rdkafka::config::ClientConfig;
+use rdkafka::consumer::{BaseConsumer, Consumer};
+use serde_json::{json, Value};
+
+use crate::sink::RECORD_BYTES;
+
+/// Records of W1 and lines of W3 (`FERRY_BENCH_RECORDS` sets fewer, for a quick look).
+fn records() -> usize {
+    std::env::var("FERRY_BENCH_RECORDS")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(1_000_000)
+}
+/// W1's topic and its partitions.
+const TOPIC: &str = "versus";
+/// W2's topic (the same partitions).
+const JSON_TOPIC: &str = "versus-json";
+const PARTITIONS: i32 = 64;
+/// W4's connectors.
+const CONNECTORS: usize = 100;
+/// `connect-distributed.sh`'s JVM options.
+const CONNECT_JVM: &str = "-Xms256M -Xmx2G";
+/// The offset flush interval of both systems.
+const FLUSH_MS: u64 = 1000;
+/// How long one workload may take.
+const LIMIT: Duration = Duration::from_secs(900);
+/// How often progress is looked at.
+const POLL: Duration = Duration::from_millis(20);
+
+/// One measurement.
+#[derive(Clone, Debug)]
+struct Row {
+    workload: String,
+    system: String,
+    workers: usize,
+    tasks: u32,
+    /// Records handled.
+    records: u64,
+    /// Bytes written (the output file, or the records' values).
+    bytes: u64,
+    /// From the request to the first output.
+    start_s: f64,
+    /// From the first output to the last.
+    run_s: f64,
+    /// CPU of the system's processes over the whole workload.
+    cpu_s: f64,
+    /// Peak RSS of its busiest process during the workload.
+    peak_rss_mib: f64,
+}
+
+impl Row {
+    fn to_json(&self) -> Value {
+        json!({
+            "workload": self.workload,
+            "system": self.system,
+            "workers": self.workers,
+            "tasks": self.tasks,
+            "records": self.records,
+            "bytes": self.bytes,
+            "start_s": self.start_s,
+            "run_s": self.run_s,
+            "cpu_s": self.cpu_s,
+            "peak_rss_mib": self.peak_rss_mib,
+            "records_per_s": self.records_per_s(),
+            "mb_per_s": self.mb_per_s(),
+            "cpu_s_per_million": self.cpu_per_million(),
+        })
+    }
+
+    fn records_per_s(&self) -> f64 {
+        self.records as f64 / self.run_s.max(1e-9)
+    }
+
+    fn mb_per_s(&self) -> f64 {
+        self.bytes as f64 / 1e6 / self.run_s.max(1e-9)
+    }
+
+    fn cpu_per_million(&self) -> f64 {
+        self.cpu_s * 1e6 / (self.records.max(1) as f64)
+    }
+}
+
+/// A system under measurement.
+enum System {
+    Ferry(Cluster),
+    Connect(Vec<KafkaConnect>),
+}
+
+impl System {
+    fn start(kind: &str, workers: usize, kafka: &Kafka, group: &str) -> System {
+        match kind {
+            "ferry" => {
+                let settings = Settings {
+                    offset_flush_ms: FLUSH_MS,
+                    target_voters: workers.min(3),
+                    ..Settings::default()
+                };
+                let (cluster, _) = started(workers as u64, kafka, settings);
+                System::Ferry(cluster)
+            }
+            _ => {
+                std::env::set_var("FERRY_CONNECT_JVM_OPTS", CONNECT_JVM);
+                let flush = FLUSH_MS.to_string();
+                let more = [
+                    ("offset.flush.interval.ms", flush.as_str()),
+                    (
+                        "key.converter",
+                        "org.apache.kafka.connect.storage.StringConverter",
+                    ),
+                    (
+                        "value.converter",
+                        "org.apache.kafka.connect.storage.StringConverter",
+                    ),
+                ];
+                let all = (0..workers)
+                    .map(|_| KafkaConnect::start(&kafka.bootstrap, group, 1, &more))
+                    .collect();
+                System::Connect(all)
+            }
+        }
+    }
+
+    fn name(&self) -> &'static str {
+        match self {
+            System::Ferry(_) => "ferry",
+            System::Connect(_) => "kafka-connect",
+        }
+    }
+
+    fn workers(&self) -> usize {
+        match self {
+            System::Ferry(c) => c.nodes.len(),
+            System::Connect(all) => all.len(),
+        }
+    }
+
+    /// The REST API of its first worker.
+    fn rest(&self) -> String {
+        match self {
+            System::Ferry(c) => c.node(1).rest.clone(),
+            System::Connect(all) => all[0].url.clone(),
+        }
+    }
+
+    fn pids(&self) -> Vec<u32> {
+        match self {
+            System::Ferry(c) => c.nodes.values().filter_map(|n| n.pid()).collect(),
+            System::Connect(all) => all.iter().filter_map(KafkaConnect::pid).collect(),
+        }
+    }
+
+    fn call(&self, method: &str, path: &str, body: Option<&Value>) -> (u16, Value) {
+        let body = body.map_or(Body::None, Body::Json);
+        rest::call(&self.rest(), method, path, body)
+            .map(|a| (a.status, a.body))
+            .unwrap_or((0, Value::Null))
+    }
+
+    fn create(&self, name: &str, config: &Value) {
+        let (status, body) = self.call(
+            "POST",
+            "/connectors",
+            Some(&json!({"name": name, "config": config})),
+        );
+        assert_eq!(status, 201, "{} refused {name}: {body}", self.name());
+    }
+
+    fn delete(&self, name: &str) {
+        let (status, body) = self.call("DELETE", &format!("/connectors/{name}"), None);
+        assert_eq!(status, 204, "{} did not delete {name}: {body}", self.name());
+    }
+}
+
+/// CPU seconds (user + system) of processes so far.
+fn cpu_seconds(pids: &[u32]) -> f64 {
+    let ticks = nix::unistd::sysconf(nix::unistd::SysconfVar::CLK_TCK)
+        .ok()
+        .flatten()
+        .unwrap_or(100) as f64;
+    pids.iter()
+        .filter_map(|pid| {
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+            let (_, rest) = stat.rsplit_once(')')?;
+            let fields: Vec<&str> = rest.split_whitespace().collect();
+            let user: u64 = fields.get(11)?.parse().ok()?;
+            let system: u64 = fields.get(12)?.parse().ok()?;
+            Some((user + system) as f64 / ticks)
+        })
+        .sum()
+}
+
+/// The largest RSS among processes, in MiB.
+fn max_rss_mib(pids: &[u32]) -> f64 {
+    pids.iter()
+        .filter_map(|pid| {
+            let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+            let kib: f64 = status
+                .lines()
+                .find(|l| l.starts_with("VmRSS:"))?
+                .split_whitespace()
+                .nth(1)?
+                .parse()
+                .ok()?;
+            Some(kib / 1024.0)
+        })
+        .fold(0.0, f64::max)
+}
+
+/// Watch a system's processes from a request until `progress` reaches `target`: the time to
+/// the first progress, to the target, the CPU used and the peak RSS.
+fn watch(
+    system: &System,
+    what: &str,
+    target: u64,
+    mut progress: impl FnMut() -> u64,
+    request: impl FnOnce(),
+) -> (f64, f64, f64, f64) {
+    let pids = system.pids();
+    let cpu_before = cpu_seconds(&pids);
+    let mut peak: f64 = max_rss_mib(&pids);
+    let started = Instant::now();
+    request();
+    // A poll of its own, every few milliseconds, so that a fast run is timed closely.
+    let mut first: Option<Instant> = None;
+    let done = loop {
+        peak = peak.max(max_rss_mib(&pids));
+        let now = progress();
+        if now > 0 && first.is_none() {
+            first = Some(Instant::now());
+        }
+        if now >= target {
+            break Instant::now();
+        }
+        assert!(
+            started.elapsed() < LIMIT,
+            "timed out after {LIMIT:?} waiting for {what} ({now} of {target})"
+        );
+        std::thread::sleep(POLL);
+    };
+    let first = first.unwrap_or(done);
+    (
+        (first - started).as_secs_f64(),
+        (done - first).as_secs_f64(),
+        cpu_seconds(&pids) - cpu_before,
+        peak,
+    )
+}
+
+fn file_size(path: &Path) -> u64 {
+    std::fs::metadata(path).map_or(0, |m| m.len())
+}
+
+/// The records in a topic (the sum of its partitions' high watermarks).
+fn records_in(consumer: &BaseConsumer, topic: &str) -> u64 {
+    let Ok(metadata) = consumer.fetch_metadata(Some(topic), Duration::from_secs(5)) else {
+        return 0;
+    };
+    let partitions: Vec<i32> = metadata
+        .topics()
+        .iter()
+        .flat_map(|t| t.partitions().iter().map(|p| p.id()))
+        .collect();
+    partitions
+        .iter()
+        .filter_map(|p| {
+            consumer
+                .fetch_watermarks(topic, *p, Duration::from_secs(5))
+                .ok()
+        })
+        .map(|(low, high)| (high - low).max(0) as u64)
+        .sum()
+}
+
+/// W1 on one system: FileStreamSink of the whole topic with `tasks` tasks.
+fn w1(system: &System, tasks: u32, dir: &Path) -> Row {
+    // Each system's connectors have names of their own: a sink's consumer group is named after
+    // its connector, and a group's committed offsets would tell the other where to start.
+    let name = format!("{}-w1-{}-{tasks}", system.name(), system.workers());
+    let out = dir.join(format!("{name}.out"));
+    let config = json!({
+        "connector.class": "org.apache.kafka.connect.file.FileStreamSinkConnector",
+        "tasks.max": tasks.to_string(),
+        "topics": TOPIC,
+        "file": out.to_string_lossy(),
+        "key.converter": "org.apache.kafka.connect.storage.StringConverter",
+        "value.converter": "org.apache.kafka.connect.storage.StringConverter",
+    });
+    let target = (records() * (RECORD_BYTES + 1)) as u64;
+    let (start_s, run_s, cpu_s, peak) = watch(
+        system,
+        &format!("{} to write every record of W1", system.name()),
+        target,
+        || file_size(&out),
+        || system.create(&name, &config),
+    );
+    system.delete(&name);
+    Row {
+        workload: "W1 FileStreamSink, String".into(),
+        system: system.name().into(),
+        workers: system.workers(),
+        tasks,
+        records: records() as u64,
+        bytes: target,
+        start_s,
+        run_s,
+        cpu_s,
+        peak_rss_mib: peak,
+    }
+}
+
+/// W2 on one system: FileStreamSink of the JSON topic (JsonConverter with schemas) through
+/// seed 003's ValueToKey + ExtractField$Key, with `tasks` tasks; `lines` the bytes of its
+/// output.
+fn w2(system: &System, tasks: u32, dir: &Path, lines: u64) -> Row {
+    let name = format!("{}-w2-{}-{tasks}", system.name(), system.workers());
+    let out = dir.join(format!("{name}.out"));
+    let config = json!({
+        "connector.class": "org.apache.kafka.connect.file.FileStreamSinkConnector",
+        "tasks.max": tasks.to_string(),
+        "topics": JSON_TOPIC,
+        "file": out.to_string_lossy(),
+        "key.converter": "org.apache.kafka.connect.storage.StringConverter",
+        "value.converter": "org.apache.kafka.connect.json.JsonConverter",
+        "value.converter.schemas.enable": "true",
+        "transforms": "createKey,extractKey",
+        "transforms.createKey.type": "org.apache.kafka.connect.transforms.ValueToKey",
+        "transforms.createKey.fields": "user_id",
+        "transforms.extractKey.type": "org.apache.kafka.connect.transforms.ExtractField$Key",
+        "transforms.extractKey.field": "user_id",
+    });
+    let (start_s, run_s, cpu_s, peak) = watch(
+        system,
+        &format!("{} to write every record of W2", system.name()),
+        lines,
+        || file_size(&out),
+        || system.create(&name, &config),
+    );
+    system.delete(&name);
+    Row {
+        workload: "W2 FileStreamSink, JSON + 2 SMTs".into(),
+        system: system.name().into(),
+        workers: system.workers(),
+        tasks,
+        records: records() as u64,
+        bytes: lines,
+        start_s,
+        run_s,
+        cpu_s,
+        peak_rss_mib: peak,
+    }
+}
+
+/// W3 on one system: FileStreamSource of `input` into a topic of its own.
+fn w3(system: &System, kafka: &Kafka, input: &Path, consumer: &BaseConsumer) -> Row {
+    let name = format!("{}-w3-{}", system.name(), system.workers());
+    let topic = format!("versus-{name}");
+    ferry_tests::brokers::create_topics(&kafka.bootstrap, &[(&topic, 1)], 1);
+    let config = json!({
+        "connector.class": "org.apache.kafka.connect.file.FileStreamSourceConnector",
+        "tasks.max": "1",
+        "topic": topic,
+        "file": input.to_string_lossy(),
+        "key.converter": "org.apache.kafka.connect.storage.StringConverter",
+        "value.converter": "org.apache.kafka.connect.storage.StringConverter",
+    });
+    let (start_s, run_s, cpu_s, peak) = watch(
+        system,
+        &format!("{} to produce every line of W3", system.name()),
+        records() as u64,
+        || records_in(consumer, &topic),
+        || system.create(&name, &config),
+    );
+    system.delete(&name);
+    Row {
+        workload: "W3 FileStreamSource, String".into(),
+        system: system.name().into(),
+        workers: system.workers(),
+        tasks: 1,
+        records: records() as u64,
+        bytes: file_size(input),
+        start_s,
+        run_s,
+        cpu_s,
+        peak_rss_mib: peak,
+    }
+}
+
+/// W4 on one system: [`CONNECTORS`] sinks on an idle topic created one after the other until
+/// all run; `records` counts connectors, `start_s` is the time to all RUNNING, `run_s` the
+/// time to delete them all.
+fn w4(system: &System, dir: &Path) -> Row {
+    let names: Vec<String> = (0..CONNECTORS)
+        .map(|i| format!("{}-w4-{}-{i:03}", system.name(), system.workers()))
+        .collect();
+    let pids = system.pids();
+    let cpu_before = cpu_seconds(&pids);
+    let started = Instant::now();
+    for name in &names {
+        let out = dir.join(format!("{name}.out"));
+        system.create(
+            name,
+            &json!({
+                "connector.class": "org.apache.kafka.connect.file.FileStreamSinkConnector",
+                "tasks.max": "1",
+                "topics": "versus-idle",
+                "file": out.to_string_lossy(),
+            }),
+        );
+    }
+    let mut peak: f64 = 0.0;
+    wait_for(
+        &format!("{} to run {CONNECTORS} connectors", system.name()),
+        LIMIT,
+        || {
+            peak = peak.max(max_rss_mib(&pids));
+            let (_, all) = system.call("GET", "/connectors?expand=status", None);
+            let running = names
+                .iter()
+                .filter(|n| {
+                    let s = &all[n.as_str()]["status"];
+                    s["connector"]["state"] == "RUNNING"
+                        && s["tasks"]
+                            .as_array()
+                            .is_some_and(|t| t.len() == 1 && t[0]["state"] == "RUNNING")
+                })
+                .count();
+            (running == names.len()).then_some(())
+        },
+    );
+    let all_running = started.elapsed().as_secs_f64();
+    let deleting = Instant::now();
+    for name in &names {
+        system.delete(name);
+    }
+    wait_for(
+        &format!("{} to list no connector", system.name()),
+        LIMIT,
+        || {
+            let (_, list) = system.call("GET", "/connectors", None);
+            list.as_array().is_some_and(Vec::is_empty).then_some(())
+        },
+    );
+    Row {
+        workload: "W4 100 connectors".into(),
+        system: system.name().into(),
+        workers: system.workers(),
+        tasks: 1,
+        records: CONNECTORS as u64,
+        bytes: 0,
+        start_s: all_running,
+        run_s: deleting.elapsed().as_secs_f64(),
+        cpu_s: cpu_seconds(&pids) - cpu_before,
+        peak_rss_mib: peak,
+    }
+}
+
+/// kcat's raw consume of W1's topic into a file: records/s.
+fn kcat_consume(bootstrap: &str, out: &Path) -> anyhow::Result<f64> {
+    let file = std::fs::File::create(out)?;
+    let started = Instant::now();
+    let status = Command::new("kcat")
+        .args([
+            "-C",
+            "-b",
+            bootstrap,
+            "-t",
+            TOPIC,
+            "-o",
+            "beginning",
+            "-e",
+            "-q",
+        ])
+        .stdout(file)
+        .stderr(Stdio::null())
+        .status()?;
+    anyhow::ensure!(status.success(), "kcat failed: {status}");
+    Ok(records() as f64 / started.elapsed().as_secs_f64())
+}
+
+/// kcat's produce of W3's file, one record per line: records/s.
+fn kcat_produce(bootstrap: &str, input: &Path, kafka: &Kafka) -> anyhow::Result<f64> {
+    ferry_tests::brokers::create_topics(&kafka.bootstrap, &[("versus-kcat", 1)], 1);
+    let started = Instant::now();
+    let status = Command::new("kcat")
+        .args(["-P", "-b", bootstrap, "-t", "versus-kcat", "-l"])
+        .arg(input)
+        .stderr(Stdio::null())
+        .status()?;
+    anyhow::ensure!(status.success(), "kcat failed: {status}");
+    Ok(records() as f64 / started.elapsed().as_secs_f64())
+}
+
+/// What the workloads read: W3's input file and the bytes of W2's output.
+struct Inputs {
+    lines_file: PathBuf,
+    json_output: u64,
+}
+
+/// Every workload on `kind` with `workers` workers.
+fn measure(kind: &str, workers: usize, kafka: &Kafka, inputs: &Inputs, dir: &Path) -> Vec<Row> {
+    let system = System::start(kind, workers, kafka, &format!("versus-{workers}"));
+    let consumer: BaseConsumer = ClientConfig::new()
+        .set("bootstrap.servers", &kafka.bootstrap)
+        .create()
+        .expect("a metadata client");
+    let mut rows = Vec::new();
+    for tasks in [1, 4] {
+        let row = w1(&system, tasks, dir);
+        println!("{}", line(&row));
+        rows.push(row);
+        let row = w2(&system, tasks, dir, inputs.json_output);
+        println!("{}", line(&row));
+        rows.push(row);
+    }
+    let row = w3(&system, kafka, &inputs.lines_file, &consumer);
+    println!("{}", line(&row));
+    rows.push(row);
+    let row = w4(&system, dir);
+    println!("{}", line(&row));
+    rows.push(row);
+    rows
+}
+
+fn line(r: &Row) -> String {
+    if r.workload.starts_with("W4") {
+        return format!(
+            "{:<30} {:<13} {} worker(s): all RUNNING after {:.1} s, all deleted after {:.1} s  CPU {:.1} s  peak RSS {:.1} MiB",
+            r.workload, r.system, r.workers, r.start_s, r.run_s, r.cpu_s, r.peak_rss_mib
+        );
+    }
+    format!(
+        "{:<30} {:<13} {} worker(s) {} task(s): {:>9.0} records/s {:>7.1} MB/s  start {:>5.1} s  CPU {:>6.1} s/M records  peak RSS {:>7.1} MiB",
+        r.workload,
+        r.system,
+        r.workers,
+        r.tasks,
+        r.records_per_s(),
+        r.mb_per_s(),
+        r.start_s,
+        r.cpu_per_million(),
+        r.peak_rss_mib
+    )
+}
+
+/// The whole comparison: both systems with one and three workers.
+pub fn run() -> anyhow::Result<()> {
+    let kafka = Kafka::start(&[
+        (TOPIC, PARTITIONS),
+        (JSON_TOPIC, PARTITIONS),
+        ("versus-idle", 1),
+    ]);
+    let records = records();
+    let produced = crate::sink::produce_to(&kafka.bootstrap, TOPIC, records, PARTITIONS)?;
+    println!(
+        "# Ferry beside Kafka Connect 4.x: {records} × {RECORD_BYTES} B records in {PARTITIONS} partitions produced in {:.1} s",
+        produced.as_secs_f64()
+    );
+    let (json_output, _) =
+        crate::sink::produce_json_to(&kafka.bootstrap, JSON_TOPIC, records, PARTITIONS)?;
+    let dir = tempfile::tempdir()?;
+    let input = dir.path().join("w3.in");
+    let lines: String = (0..records).map(|i| format!("line-{i:012}\n")).collect();
+    std::fs::write(&input, lines)?;
+    let kcat_in = kcat_consume(&kafka.bootstrap, &dir.path().join("kcat.out"))?;
+    let kcat_out = kcat_produce(&kafka.bootstrap, &input, &kafka)?;
+    println!("baseline  kcat consume of W1's topic: {kcat_in:>9.0} records/s; kcat produce of W3's file: {kcat_out:>9.0} records/s");
+    let inputs = Inputs {
+        lines_file: input,
+        json_output,
+    };
+    let mut rows = Vec::new();
+    for workers in [1, 3] {
+        for kind in ["ferry", "kafka-connect"] {
+            rows.extend(measure(kind, workers, &kafka, &inputs, dir.path()));
+        }
+    }
+    println!("\n{}", table(&rows, kcat_in, kcat_out));
+    let json_dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/bench");
+    std::fs::create_dir_all(&json_dir)?;
+    let report = json!({
+        "records": records,
+        "record_bytes": RECORD_BYTES,
+        "partitions": PARTITIONS,
+        "kcat_consume_records_per_s": kcat_in,
+        "kcat_produce_records_per_s": kcat_out,
+        "connect_jvm": CONNECT_JVM,
+        "rows": rows.iter().map(Row::to_json).collect::<Vec<_>>(),
+    });
+    std::fs::write(
+        json_dir.join("versus.json"),
+        serde_json::to_vec_pretty(&report)?,
+    )?;
+    Ok(())
+}
+
+/// The side-by-side table: per workload, workers and tasks, each system's figures and the
+/// ratios Ferry / Kafka Connect.
+fn table(rows: &[Row], kcat_in: f64, kcat_out: f64) -> String {
+    let mut by: BTreeMap<(String, usize, u32), BTreeMap<String, &Row>> = BTreeMap::new();
+    for r in rows {
+        by.entry((r.workload.clone(), r.workers, r.tasks))
+            .or_default()
+            .insert(r.system.clone(), r);
+    }
+    let mut out = String::from(
+        "| workload | workers | tasks | Ferry records/s | KC records/s | × | Ferry CPU s/M | KC CPU s/M | × | Ferry peak RSS MiB | KC peak RSS MiB | × |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n",
+    );
+    for ((workload, workers, tasks), systems) in &by {
+        let (Some(f), Some(k)) = (systems.get("ferry"), systems.get("kafka-connect")) else {
+            continue;
+        };
+        let ((fr, kr), (fc, kc)) = if workload.starts_with("W4") {
+            // The control plane: connectors per second to all RUNNING, CPU seconds in all.
+            (
+                (
+                    f.records as f64 / f.start_s.max(1e-9),
+                    k.records as f64 / k.start_s.max(1e-9),
+                ),
+                (f.cpu_s, k.cpu_s),
+            )
+        } else {
+            (
+                (f.records_per_s(), k.records_per_s()),
+                (f.cpu_per_million(), k.cpu_per_million()),
+            )
+        };
+        out.push_str(&format!(
+            "| {workload} | {workers} | {tasks} | {fr:.0} | {kr:.0} | {:.2} | {:.1} | {:.1} | {:.2} | {:.0} | {:.0} | {:.2} |\n",
+            fr / kr.max(1e-9),
+            fc,
+            kc,
+            fc / kc.max(1e-9),
+            f.peak_rss_mib,
+            k.peak_rss_mib,
+            f.peak_rss_mib / k.peak_rss_mib.max(1e-9),
+        ));
+    }
+    out.push_str(&format!(
+        "\nkcat: consume {kcat_in:.0} records/s, produce {kcat_out:.0} records/s. W4: connectors/s to all RUNNING, and CPU seconds in all.\n"
+    ));
+    out
+}
