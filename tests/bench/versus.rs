@@ -110,7 +110,7 @@ impl Row {
 
 /// A system under measurement.
 enum System {
-    Ferry(Cluster),
+    Ferry(Box<Cluster>),
     Connect(Vec<KafkaConnect>),
 }
 
@@ -124,7 +124,7 @@ impl System {
                     ..Settings::default()
                 };
                 let (cluster, _) = started(workers as u64, kafka, settings);
-                System::Ferry(cluster)
+                System::Ferry(Box::new(cluster))
             }
             _ => {
                 std::env::set_var("FERRY_CONNECT_JVM_OPTS", CONNECT_JVM);
