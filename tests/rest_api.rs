@@ -326,6 +326,10 @@ fn kafka_connect_s_rest_api_on_every_node() {
     let plan = f.call("POST", all, none, 202).body;
     assert_eq!(plan["connector"]["state"], "RESTARTING", "{plan}");
     assert!(tasks_all(&plan, |t| t["state"] == "RESTARTING"), "{plan}");
+    // Once that restart is done, nothing has failed: a restart of the failed restarts nothing.
+    f.wait_status("other", "the connector RUNNING after its restart", |s| {
+        s["connector"]["state"] == "RUNNING" && tasks_all(s, |t| t["state"] == "RUNNING")
+    });
     let failed = "/connectors/other/restart?includeTasks=true&onlyFailed=true";
     let plan = f.call("POST", failed, none, 202).body;
     assert_ne!(

@@ -11,7 +11,10 @@
 //!   ExtractField$Key on 1,000,000 records of a three-field struct;
 //! - W3: FileStreamSource of 1,000,000 lines into a topic, beside kcat's produce of the file;
 //! - W4: the control plane: 100 FileStreamSink connectors on an idle topic created one after
-//!   the other, until every task is RUNNING; then deleted.
+//!   the other, until every task is RUNNING; then deleted;
+//! - W5: fail-over: `kill -9` of one of three workers running a sink's tasks, until they all
+//!   run on the others (Ferry with its defaults; Kafka Connect with
+//!   `scheduled.rebalance.max.delay.ms` at 0 and, once, at its default of five minutes).
 //!
 //! Both systems run with the same `offset.flush.interval.ms` (1 s: FileStreamSink's output is
 //! complete at its flush, which comes with the offset commit); Kafka Connect with
@@ -116,11 +119,24 @@ enum System {
 
 impl System {
     fn start(kind: &str, workers: usize, kafka: &Kafka, group: &str) -> System {
+        System::start_with(kind, workers, kafka, group, &[])
+    }
+
+    /// `start`, Kafka Connect's workers with `more` properties.
+    fn start_with(
+        kind: &str,
+        workers: usize,
+        kafka: &Kafka,
+        group: &str,
+        more: &[(&str, &str)],
+    ) -> System {
         match kind {
             "ferry" => {
+                // ferryd's own heartbeat, election and worker timeouts, as a user runs it.
                 let settings = Settings {
                     offset_flush_ms: FLUSH_MS,
                     target_voters: workers.min(3),
+                    ferryd_timing: true,
                     ..Settings::default()
                 };
                 let (cluster, _) = started(workers as u64, kafka, settings);
@@ -128,20 +144,13 @@ impl System {
             }
             _ => {
                 std::env::set_var("FERRY_CONNECT_JVM_OPTS", CONNECT_JVM);
-                let flush = FLUSH_MS.to_string();
-                let more = [
-                    ("offset.flush.interval.ms", flush.as_str()),
-                    (
-                        "key.converter",
-                        "org.apache.kafka.connect.storage.StringConverter",
-                    ),
-                    (
-                        "value.converter",
-                        "org.apache.kafka.connect.storage.StringConverter",
-                    ),
-                ];
+                let properties = connect_properties(more);
+                let properties: Vec<(&str, &str)> = properties
+                    .iter()
+                    .map(|(k, v)| (k.as_str(), v.as_str()))
+                    .collect();
                 let all = (0..workers)
-                    .map(|_| KafkaConnect::start(&kafka.bootstrap, group, 1, &more))
+                    .map(|_| KafkaConnect::start(&kafka.bootstrap, group, 1, &properties))
                     .collect();
                 System::Connect(all)
             }
@@ -162,11 +171,122 @@ impl System {
         }
     }
 
-    /// The REST API of its first worker.
+    /// The REST API of its first running worker.
     fn rest(&self) -> String {
         match self {
-            System::Ferry(c) => c.node(1).rest.clone(),
-            System::Connect(all) => all[0].url.clone(),
+            System::Ferry(c) => c
+                .nodes
+                .values()
+                .find(|n| n.pid().is_some())
+                .map(|n| n.rest.clone())
+                .unwrap_or_default(),
+            System::Connect(all) => all
+                .iter()
+                .find(|w| w.pid().is_some())
+                .map(|w| w.url.clone())
+                .unwrap_or_default(),
+        }
+    }
+
+    /// The `worker_id` of each running worker, as its REST status names it.
+    fn worker_ids(&self) -> Vec<String> {
+        let urls: Vec<String> = match self {
+            System::Ferry(c) => c
+                .nodes
+                .values()
+                .filter(|n| n.pid().is_some())
+                .map(|n| n.rest.clone())
+                .collect(),
+            System::Connect(all) => all
+                .iter()
+                .filter(|w| w.pid().is_some())
+                .map(|w| w.url.clone())
+                .collect(),
+        };
+        urls.iter()
+            .map(|u| u.trim_start_matches("http://").to_string())
+            .collect()
+    }
+
+    /// `kill -9` the worker named `worker_id` (for Ferry, not the Raft leader: the worker's
+    /// own fail-over is measured, not an election).
+    fn kill(&mut self, worker_id: &str) {
+        match self {
+            System::Ferry(c) => {
+                let id = c
+                    .nodes
+                    .iter()
+                    .find(|(_, n)| n.rest.trim_start_matches("http://") == worker_id)
+                    .map(|(id, _)| *id);
+                if let Some(id) = id {
+                    c.kill9(id);
+                }
+            }
+            System::Connect(all) => {
+                if let Some(w) = all.iter_mut().find(|w| w.url.ends_with(worker_id)) {
+                    w.kill9();
+                }
+            }
+        }
+    }
+
+    /// Start again every worker killed, and wait until it has joined.
+    fn revive(&mut self, kafka: &Kafka, group: &str, more: &[(&str, &str)]) {
+        match self {
+            System::Ferry(c) => {
+                let dead: Vec<u64> = c
+                    .nodes
+                    .iter()
+                    .filter(|(_, n)| n.pid().is_none())
+                    .map(|(id, _)| *id)
+                    .collect();
+                for id in dead {
+                    c.start(id);
+                }
+                c.wait_leader(Duration::from_secs(60));
+            }
+            System::Connect(all) => {
+                let dead = all.iter().filter(|w| w.pid().is_none()).count();
+                all.retain(|w| w.pid().is_some());
+                for _ in 0..dead {
+                    all.push(KafkaConnect::start(&kafka.bootstrap, group, 1, more));
+                }
+            }
+        }
+    }
+
+    /// Each task's state and worker, if the connector's status answers.
+    fn tasks(&self, name: &str) -> Vec<(String, String)> {
+        let (_, body) = self.call("GET", &format!("/connectors/{name}/status"), None);
+        body["tasks"]
+            .as_array()
+            .map(|tasks| {
+                tasks
+                    .iter()
+                    .map(|t| {
+                        (
+                            t["state"].as_str().unwrap_or_default().to_string(),
+                            t["worker_id"].as_str().unwrap_or_default().to_string(),
+                        )
+                    })
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    /// The Raft leader's REST `worker_id` (Ferry only).
+    fn leader_worker(&self) -> Option<String> {
+        match self {
+            System::Ferry(c) => {
+                let leader = c.wait_leader(Duration::from_secs(60));
+                Some(
+                    c.node(leader)
+                        .rest
+                        .trim_start_matches("http://")
+                        .to_string(),
+                )
+            }
+            System::Connect(_) => None,
         }
     }
 
@@ -197,6 +317,24 @@ impl System {
         let (status, body) = self.call("DELETE", &format!("/connectors/{name}"), None);
         assert_eq!(status, 204, "{} did not delete {name}: {body}", self.name());
     }
+}
+
+/// The properties of the benchmark's Kafka Connect workers: the offset flush interval and the
+/// converters of Ferry's, then `more`.
+fn connect_properties(more: &[(&str, &str)]) -> Vec<(String, String)> {
+    let mut properties = vec![
+        ("offset.flush.interval.ms".to_string(), FLUSH_MS.to_string()),
+        (
+            "key.converter".to_string(),
+            "org.apache.kafka.connect.storage.StringConverter".to_string(),
+        ),
+        (
+            "value.converter".to_string(),
+            "org.apache.kafka.connect.storage.StringConverter".to_string(),
+        ),
+    ];
+    properties.extend(more.iter().map(|(k, v)| (k.to_string(), v.to_string())));
+    properties
 }
 
 /// CPU seconds (user + system) of processes so far.
@@ -482,6 +620,110 @@ fn w4(system: &System, dir: &Path) -> Row {
     }
 }
 
+/// W5's tasks, and its kills (but at Kafka Connect's default delay).
+const FAILOVER_TASKS: usize = 6;
+const FAILOVER_KILLS: usize = 3;
+
+/// W5 on one system of three workers: `kills` times, `kill -9` a worker running tasks of a
+/// FileStreamSink (not Ferry's Raft leader), time until every task runs again on the others,
+/// then start the worker again. The times, in seconds.
+fn w5(
+    system: &mut System,
+    kafka: &Kafka,
+    group: &str,
+    more: &[(&str, &str)],
+    kills: usize,
+    dir: &Path,
+) -> Vec<f64> {
+    let name = format!("{}-w5", system.name());
+    let out = dir.join(format!("{name}.out"));
+    system.create(
+        &name,
+        &json!({
+            "connector.class": "org.apache.kafka.connect.file.FileStreamSinkConnector",
+            "tasks.max": FAILOVER_TASKS.to_string(),
+            "topics": "versus-idle",
+            "file": out.to_string_lossy(),
+        }),
+    );
+    let all_running_on = |system: &System, workers: &[String]| {
+        let tasks = system.tasks(&name);
+        tasks.len() == FAILOVER_TASKS
+            && tasks
+                .iter()
+                .all(|(state, worker)| state == "RUNNING" && workers.contains(worker))
+    };
+    let mut times = Vec::new();
+    for _ in 0..kills {
+        let workers = system.worker_ids();
+        wait_for("every W5 task RUNNING", LIMIT, || {
+            all_running_on(system, &workers).then_some(())
+        });
+        let leader = system.leader_worker();
+        let tasks = system.tasks(&name);
+        let Some(victim) = workers
+            .iter()
+            .find(|w| Some(*w) != leader.as_ref() && tasks.iter().any(|(_, t)| t == *w))
+            .cloned()
+        else {
+            break;
+        };
+        let killed = Instant::now();
+        system.kill(&victim);
+        let rest: Vec<String> = workers.into_iter().filter(|w| *w != victim).collect();
+        let took = wait_for("W5's tasks RUNNING on the other workers", LIMIT, || {
+            all_running_on(system, &rest).then(|| killed.elapsed())
+        });
+        times.push(took.as_secs_f64());
+        system.revive(kafka, group, more);
+    }
+    system.delete(&name);
+    times
+}
+
+fn median(times: &[f64]) -> f64 {
+    let mut sorted = times.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    sorted.get(sorted.len() / 2).copied().unwrap_or(f64::NAN)
+}
+
+/// W5 for both systems: Ferry with its defaults; Kafka Connect with
+/// `scheduled.rebalance.max.delay.ms` at 0 and at its default (five minutes: one kill).
+fn failovers(kafka: &Kafka, dir: &Path) -> Vec<(String, Vec<f64>)> {
+    let mut results = Vec::new();
+    for (label, kind, more, kills) in [
+        ("ferry, defaults", "ferry", &[][..], FAILOVER_KILLS),
+        (
+            "kafka-connect, scheduled.rebalance.max.delay.ms=0",
+            "kafka-connect",
+            &[("scheduled.rebalance.max.delay.ms", "0")][..],
+            FAILOVER_KILLS,
+        ),
+        ("kafka-connect, defaults", "kafka-connect", &[][..], 1),
+    ] {
+        let group = format!("versus-w5-{}", results.len());
+        let mut system = System::start_with(kind, 3, kafka, &group, more);
+        let connect_more = connect_properties(more);
+        let more: Vec<(&str, &str)> = connect_more
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect();
+        let times = w5(&mut system, kafka, &group, &more, kills, dir);
+        println!(
+            "W5 fail-over                   {label}: median {:.1} s over {} kill(s) ({})",
+            median(&times),
+            times.len(),
+            times
+                .iter()
+                .map(|t| format!("{t:.1}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+        results.push((label.to_string(), times));
+    }
+    results
+}
+
 /// kcat's raw consume of W1's topic into a file: records/s.
 fn kcat_consume(bootstrap: &str, out: &Path) -> anyhow::Result<f64> {
     let file = std::fs::File::create(out)?;
@@ -602,6 +844,7 @@ pub fn run() -> anyhow::Result<()> {
             rows.extend(measure(kind, workers, &kafka, &inputs, dir.path()));
         }
     }
+    let failover = failovers(&kafka, dir.path());
     println!("\n{}", table(&rows, kcat_in, kcat_out));
     let json_dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/bench");
     std::fs::create_dir_all(&json_dir)?;
@@ -613,6 +856,10 @@ pub fn run() -> anyhow::Result<()> {
         "kcat_produce_records_per_s": kcat_out,
         "connect_jvm": CONNECT_JVM,
         "rows": rows.iter().map(Row::to_json).collect::<Vec<_>>(),
+        "failover_s": failover
+            .iter()
+            .map(|(label, times)| json!({"system": label, "times": times, "median": median(times)}))
+            .collect::<Vec<_>>(),
     });
     std::fs::write(
         json_dir.join("versus.json"),

@@ -142,6 +142,14 @@ impl KafkaConnect {
         tail.into_iter().rev().collect::<Vec<_>>().join("\n")
     }
 
+    /// Kill the worker (`kill -9`) and wait for its exit.
+    pub fn kill9(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
     /// Stop the worker (SIGTERM, as a user would) and wait for its exit.
     pub fn stop(&mut self) {
         if let Some(mut child) = self.child.take() {
