@@ -138,6 +138,15 @@ pub fn produce_to(
 }
 
 fn kcat(bootstrap: &str, out: &std::path::Path) -> anyhow::Result<Duration> {
+    kcat_consume(bootstrap, "bench", out)
+}
+
+/// kcat's raw consume of all of `topic` into the file `out`: how long it took.
+pub fn kcat_consume(
+    bootstrap: &str,
+    topic: &str,
+    out: &std::path::Path,
+) -> anyhow::Result<Duration> {
     let file = std::fs::File::create(out)?;
     let started = Instant::now();
     let status = Command::new("kcat")
@@ -146,7 +155,7 @@ fn kcat(bootstrap: &str, out: &std::path::Path) -> anyhow::Result<Duration> {
             "-b",
             bootstrap,
             "-t",
-            "bench",
+            topic,
             "-o",
             "beginning",
             "-e",

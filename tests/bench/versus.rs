@@ -258,20 +258,7 @@ impl System {
     /// Each task's state and worker, if the connector's status answers.
     fn tasks(&self, name: &str) -> Vec<(String, String)> {
         let (_, body) = self.call("GET", &format!("/connectors/{name}/status"), None);
-        body["tasks"]
-            .as_array()
-            .map(|tasks| {
-                tasks
-                    .iter()
-                    .map(|t| {
-                        (
-                            t["state"].as_str().unwrap_or_default().to_string(),
-                            t["worker_id"].as_str().unwrap_or_default().to_string(),
-                        )
-                    })
-                    .collect()
-            })
-            .unwrap_or_default()
+        ferry_tests::pipeline::task_places(&body)
     }
 
     /// The Raft leader's REST `worker_id` (Ferry only).
@@ -726,25 +713,8 @@ fn failovers(kafka: &Kafka, dir: &Path) -> Vec<(String, Vec<f64>)> {
 
 /// kcat's raw consume of W1's topic into a file: records/s.
 fn kcat_consume(bootstrap: &str, out: &Path) -> anyhow::Result<f64> {
-    let file = std::fs::File::create(out)?;
-    let started = Instant::now();
-    let status = Command::new("kcat")
-        .args([
-            "-C",
-            "-b",
-            bootstrap,
-            "-t",
-            TOPIC,
-            "-o",
-            "beginning",
-            "-e",
-            "-q",
-        ])
-        .stdout(file)
-        .stderr(Stdio::null())
-        .status()?;
-    anyhow::ensure!(status.success(), "kcat failed: {status}");
-    Ok(records() as f64 / started.elapsed().as_secs_f64())
+    let took = crate::sink::kcat_consume(bootstrap, TOPIC, out)?;
+    Ok(records() as f64 / took.as_secs_f64())
 }
 
 /// kcat's produce of W3's file, one record per line: records/s.

@@ -70,7 +70,12 @@ pub fn create(cluster: &Cluster, node: u64, name: &str, config: &[(&str, &str)])
 
 /// Each task of a connector: (state, worker id), from its status.
 pub fn task_workers(cluster: &Cluster, node: u64, name: &str) -> Vec<(String, String)> {
-    let status = cluster.json(node, &["connectors", "status", name]);
+    task_places(&cluster.json(node, &["connectors", "status", name]))
+}
+
+/// Each task of a connector status (the CLI's or Kafka Connect's REST shape): (state,
+/// worker id).
+pub fn task_places(status: &serde_json::Value) -> Vec<(String, String)> {
     status["tasks"]
         .as_array()
         .map(|tasks| {
