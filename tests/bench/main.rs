@@ -23,17 +23,6 @@ const SEQUENTIAL: usize = 500;
 const CONCURRENT_CLIENTS: usize = 64;
 const PER_CLIENT: usize = 40;
 
-fn rss_kib(pid: u32) -> Option<u64> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    status
-        .lines()
-        .find(|l| l.starts_with("VmRSS:"))?
-        .split_whitespace()
-        .nth(1)?
-        .parse()
-        .ok()
-}
-
 fn sled_baseline(ops: usize) -> anyhow::Result<f64> {
     let dir = tempfile::tempdir()?;
     let db = sled::open(dir.path())?;
@@ -189,11 +178,8 @@ fn main() -> anyhow::Result<()> {
 
     std::thread::sleep(Duration::from_secs(2));
     for id in 1..=3 {
-        if let Some(kib) = cluster.node(id).pid().and_then(rss_kib) {
-            println!(
-                "memory    idle node {id} RSS after the load:         {:>9.1} MiB",
-                kib as f64 / 1024.0
-            );
+        if let Some(mib) = cluster.node(id).pid().map(sink::rss_mib) {
+            println!("memory    idle node {id} RSS after the load:         {mib:>9.1} MiB");
         }
     }
 

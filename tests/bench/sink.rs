@@ -168,7 +168,8 @@ pub fn kcat_consume(
     Ok(started.elapsed())
 }
 
-fn rss_mib(pid: u32) -> f64 {
+/// A process's RSS in MiB (0 if it is gone).
+pub fn rss_mib(pid: u32) -> f64 {
     std::fs::read_to_string(format!("/proc/{pid}/status"))
         .ok()
         .and_then(|s| {

@@ -345,17 +345,7 @@ fn cpu_seconds(pids: &[u32]) -> f64 {
 /// The largest RSS among processes, in MiB.
 fn max_rss_mib(pids: &[u32]) -> f64 {
     pids.iter()
-        .filter_map(|pid| {
-            let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-            let kib: f64 = status
-                .lines()
-                .find(|l| l.starts_with("VmRSS:"))?
-                .split_whitespace()
-                .nth(1)?
-                .parse()
-                .ok()?;
-            Some(kib / 1024.0)
-        })
+        .map(|pid| crate::sink::rss_mib(*pid))
         .fold(0.0, f64::max)
 }
 
@@ -426,53 +416,17 @@ fn records_in(consumer: &BaseConsumer, topic: &str) -> u64 {
 
 /// W1 on one system: FileStreamSink of the whole topic with `tasks` tasks.
 fn w1(system: &System, tasks: u32, dir: &Path) -> Row {
-    // Each system's connectors have names of their own: a sink's consumer group is named after
-    // its connector, and a group's committed offsets would tell the other where to start.
-    let name = format!("{}-w1-{}-{tasks}", system.name(), system.workers());
-    let out = dir.join(format!("{name}.out"));
-    let config = json!({
-        "connector.class": "org.apache.kafka.connect.file.FileStreamSinkConnector",
-        "tasks.max": tasks.to_string(),
-        "topics": TOPIC,
-        "file": out.to_string_lossy(),
-        "key.converter": "org.apache.kafka.connect.storage.StringConverter",
-        "value.converter": "org.apache.kafka.connect.storage.StringConverter",
-    });
     let target = (records() * (RECORD_BYTES + 1)) as u64;
-    let (start_s, run_s, cpu_s, peak) = watch(
-        system,
-        &format!("{} to write every record of W1", system.name()),
-        target,
-        || file_size(&out),
-        || system.create(&name, &config),
-    );
-    system.delete(&name);
-    Row {
-        workload: "W1 FileStreamSink, String".into(),
-        system: system.name().into(),
-        workers: system.workers(),
-        tasks,
-        records: records() as u64,
-        bytes: target,
-        start_s,
-        run_s,
-        cpu_s,
-        peak_rss_mib: peak,
-    }
+    let strings = json!({"value.converter": "org.apache.kafka.connect.storage.StringConverter"});
+    let workload = ("W1", "W1 FileStreamSink, String");
+    file_sink(system, workload, TOPIC, strings, tasks, dir, target)
 }
 
 /// W2 on one system: FileStreamSink of the JSON topic (JsonConverter with schemas) through
 /// seed 003's ValueToKey + ExtractField$Key, with `tasks` tasks; `lines` the bytes of its
 /// output.
 fn w2(system: &System, tasks: u32, dir: &Path, lines: u64) -> Row {
-    let name = format!("{}-w2-{}-{tasks}", system.name(), system.workers());
-    let out = dir.join(format!("{name}.out"));
-    let config = json!({
-        "connector.class": "org.apache.kafka.connect.file.FileStreamSinkConnector",
-        "tasks.max": tasks.to_string(),
-        "topics": JSON_TOPIC,
-        "file": out.to_string_lossy(),
-        "key.converter": "org.apache.kafka.connect.storage.StringConverter",
+    let json = json!({
         "value.converter": "org.apache.kafka.connect.json.JsonConverter",
         "value.converter.schemas.enable": "true",
         "transforms": "createKey,extractKey",
@@ -481,21 +435,56 @@ fn w2(system: &System, tasks: u32, dir: &Path, lines: u64) -> Row {
         "transforms.extractKey.type": "org.apache.kafka.connect.transforms.ExtractField$Key",
         "transforms.extractKey.field": "user_id",
     });
+    let workload = ("W2", "W2 FileStreamSink, JSON + 2 SMTs");
+    file_sink(system, workload, JSON_TOPIC, json, tasks, dir, lines)
+}
+
+/// A FileStreamSink of `topic` with `tasks` tasks (StringConverter keys, `more` settings), timed
+/// until its file holds `target` bytes; then deleted. `workload` is (its short name, its label).
+fn file_sink(
+    system: &System,
+    workload: (&str, &str),
+    topic: &str,
+    more: Value,
+    tasks: u32,
+    dir: &Path,
+    target: u64,
+) -> Row {
+    // Each system's connectors have names of their own: a sink's consumer group is named after
+    // its connector, and a group's committed offsets would tell the other where to start.
+    let (short, label) = workload;
+    let name = format!(
+        "{}-{}-{}-{tasks}",
+        system.name(),
+        short.to_lowercase(),
+        system.workers()
+    );
+    let out = dir.join(format!("{name}.out"));
+    let mut config = json!({
+        "connector.class": "org.apache.kafka.connect.file.FileStreamSinkConnector",
+        "tasks.max": tasks.to_string(),
+        "topics": topic,
+        "file": out.to_string_lossy(),
+        "key.converter": "org.apache.kafka.connect.storage.StringConverter",
+    });
+    if let (Some(config), Value::Object(more)) = (config.as_object_mut(), more) {
+        config.extend(more);
+    }
     let (start_s, run_s, cpu_s, peak) = watch(
         system,
-        &format!("{} to write every record of W2", system.name()),
-        lines,
+        &format!("{} to write every record of {short}", system.name()),
+        target,
         || file_size(&out),
         || system.create(&name, &config),
     );
     system.delete(&name);
     Row {
-        workload: "W2 FileStreamSink, JSON + 2 SMTs".into(),
+        workload: label.into(),
         system: system.name().into(),
         workers: system.workers(),
         tasks,
         records: records() as u64,
-        bytes: lines,
+        bytes: target,
         start_s,
         run_s,
         cpu_s,

@@ -164,10 +164,7 @@ impl KafkaConnect {
 
 impl Drop for KafkaConnect {
     fn drop(&mut self) {
-        if let Some(mut child) = self.child.take() {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
+        self.kill9();
         if std::thread::panicking() {
             eprintln!("---- Kafka Connect's log ----\n{}", self.log_tail(40));
         }
