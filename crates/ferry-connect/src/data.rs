@@ -219,14 +219,19 @@ impl Schema {
         self.fields.iter().find(|f| f.name == name)
     }
 
-    /// The shared optional string schema (`Schema.OPTIONAL_STRING_SCHEMA`).
+    /// The shared optional string schema (`Schema.OPTIONAL_STRING_SCHEMA`): one for the
+    /// process, so that each record decoded with it costs a reference count, not an allocation.
     pub fn optional_string() -> Arc<Schema> {
-        Arc::new(Schema::of(SchemaType::String).optional())
+        static SHARED: std::sync::LazyLock<Arc<Schema>> =
+            std::sync::LazyLock::new(|| Arc::new(Schema::of(SchemaType::String).optional()));
+        SHARED.clone()
     }
 
-    /// The shared optional bytes schema (`Schema.OPTIONAL_BYTES_SCHEMA`).
+    /// The shared optional bytes schema (`Schema.OPTIONAL_BYTES_SCHEMA`), as the string one.
     pub fn optional_bytes() -> Arc<Schema> {
-        Arc::new(Schema::of(SchemaType::Bytes).optional())
+        static SHARED: std::sync::LazyLock<Arc<Schema>> =
+            std::sync::LazyLock::new(|| Arc::new(Schema::of(SchemaType::Bytes).optional()));
+        SHARED.clone()
     }
 
     /// Check that `value` fits this schema (Kafka Connect's `ConnectSchema.validateValue`).

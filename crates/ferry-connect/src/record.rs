@@ -69,6 +69,13 @@ impl SinkRecord {
     pub fn topic_partition(&self) -> TopicPartition {
         TopicPartition::new(self.topic.clone(), self.partition)
     }
+
+    /// Whether two records are of the same topic-partition: `records.chunk_by(same_partition)`
+    /// walks a batch a partition's run at a time (a consumer hands out a fetch's records of a
+    /// partition together), so that per-partition bookkeeping is done per run, not per record.
+    pub fn same_partition(a: &SinkRecord, b: &SinkRecord) -> bool {
+        a.partition == b.partition && a.topic == b.topic
+    }
 }
 
 /// A source partition or offset: a JSON object, as Kafka Connect stores them.

@@ -66,6 +66,18 @@ fn write_some(file: &mut std::fs::File, pending: &mut Vec<u8>) -> std::io::Resul
     result
 }
 
+/// A record's value as a line: text as it is, anything else as Kafka Connect prints it.
+fn append_line(pending: &mut Vec<u8>, value: &ferry_connect::Value) -> std::io::Result<()> {
+    match value {
+        ferry_connect::Value::String(text) => {
+            pending.extend_from_slice(text.as_bytes());
+            pending.push(b'\n');
+            Ok(())
+        }
+        other => writeln!(pending, "{other}"),
+    }
+}
+
 impl FileSinkTask {
     /// A task of a config, writing with `context`.
     pub fn build(props: &Props, context: SinkTaskContext) -> Result<Box<dyn SinkTask>> {
@@ -135,15 +147,23 @@ impl SinkTask for FileSinkTask {
     }
 
     async fn put(&mut self, records: &[SinkRecord]) -> Result<()> {
-        for record in records {
-            let tp = record.topic_partition();
-            if self.appended.get(&tp).is_some_and(|o| *o >= record.offset) {
-                // Appended by an earlier try of this put.
-                continue;
+        for run in records.chunk_by(SinkRecord::same_partition) {
+            let tp = run[0].topic_partition();
+            let before = self.appended.get(&tp).copied();
+            let mut last = None;
+            let mut written = Ok(());
+            // Records appended by an earlier try of this put are skipped.
+            for record in run.iter().filter(|r| before.is_none_or(|o| r.offset > o)) {
+                written = append_line(&mut self.pending, &record.value);
+                if written.is_err() {
+                    break;
+                }
+                last = Some(record.offset);
             }
-            writeln!(self.pending, "{}", record.value)
-                .map_err(|e| ConnectError::io("format a record", e))?;
-            self.appended.insert(tp, record.offset);
+            if let Some(last) = last {
+                self.appended.insert(tp, last);
+            }
+            written.map_err(|e| ConnectError::io("format a record", e))?;
         }
         if self.pending.len() >= WRITE_AT {
             self.write_out(false).await?;

@@ -31,13 +31,28 @@ use crate::unit::{
 /// Most records handed to one `put` (Kafka Connect's `max.poll.records` default).
 const MAX_BATCH: usize = 500;
 
-/// Records taken from the consumer for one `put`, every message consumed for them, and (when
-/// failures are tolerated) their bytes, for the task's reports.
+/// Records taken from the consumer for one `put`, the last offset consumed for them per run of
+/// a partition, and (when failures are tolerated) their bytes, for the task's reports.
 #[derive(Default)]
 struct Batch {
     records: Vec<SinkRecord>,
     consumed: Vec<(TopicPartition, i64)>,
+    /// Messages consumed for it (records, dropped and skipped ones alike).
+    messages: usize,
     held: Held,
+}
+
+impl Batch {
+    /// Note a consumed message: a partition's run of messages is one entry, its last offset.
+    fn note(&mut self, topic: &str, partition: i32, offset: i64) {
+        self.messages += 1;
+        match self.consumed.last_mut() {
+            Some((tp, last)) if tp.partition == partition && tp.topic == topic => *last = offset,
+            _ => self
+                .consumed
+                .push((TopicPartition::new(topic, partition), offset)),
+        }
+    }
 }
 
 /// The consumer of a sink task, as its loop uses it: Kafka's (a `StreamConsumer` assigned the
@@ -226,24 +241,21 @@ impl<C: SinkConsumer, P: Control> SinkLoop<C, P> {
     /// Convert and transform a consumed message: the record for `put`, unless a transform
     /// dropped it.
     fn take(&self, msg: &impl Message, batch: &mut Batch) -> Result<(), Failure> {
-        let consumed = (msg.topic().to_string(), msg.partition(), msg.offset());
+        let consumed = || (msg.topic().to_string(), msg.partition(), msg.offset());
         self.pipeline.metrics().sink_record_read.inc();
-        batch.consumed.push((
-            TopicPartition::new(msg.topic(), msg.partition()),
-            msg.offset(),
-        ));
+        batch.note(msg.topic(), msg.partition(), msg.offset());
         let reporter = &self.pipeline.reporter;
         match self.pipeline.sink_record(msg) {
             Ok(Some(record)) => {
                 if reporter.tolerates() {
                     let seen = (record.topic.clone(), record.partition, record.offset);
-                    batch.held.hold(seen, consumed, Original::of(msg));
+                    batch.held.hold(seen, consumed(), Original::of(msg));
                 }
                 batch.records.push(record);
             }
             Ok(None) => {}
             Err((stage, class, error)) => {
-                let ctx = reporter.context(consumed, stage, class);
+                let ctx = reporter.context(consumed(), stage, class);
                 reporter.tolerate(&ctx, &Original::of(msg), error)?;
             }
         }
@@ -446,7 +458,7 @@ impl<C: SinkConsumer, P: Control> SinkLoop<C, P> {
         let mut batch = Batch::default();
         self.take(&first, &mut batch)?;
         drop(first);
-        while batch.consumed.len() < MAX_BATCH {
+        while batch.messages < MAX_BATCH {
             let Some(next) = next_message(self.consumer.as_ref()).now_or_never() else {
                 break;
             };
