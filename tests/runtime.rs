@@ -530,8 +530,11 @@ fn remove_node_moves_its_tasks_away_first_and_the_node_stops_cleanly() {
 }
 
 /// Freeze a worker running sink tasks past the worker timeout, let its tasks move, thaw it.
-/// Returns the cluster, the frozen node and the moved task ids.
-fn zombie_scenario(disable_lease: bool) -> (Kafka, Cluster, u64, u64, Vec<u64>, BTreeSet<String>) {
+/// Returns the cluster, the frozen node, the moved task ids with the generation each ran
+/// under on the frozen node, and the lines expected.
+fn zombie_scenario(
+    disable_lease: bool,
+) -> (Kafka, Cluster, u64, u64, Vec<(u64, u64)>, BTreeSet<String>) {
     let kafka = Kafka::start(&[("lines", 3)]);
     let settings = Settings {
         disable_lease,
@@ -562,6 +565,15 @@ fn zombie_scenario(disable_lease: bool) -> (Kafka, Cluster, u64, u64, Vec<u64>, 
                 .is_empty()),
         "the zombie reports the tasks it runs"
     );
+    let moved: Vec<(u64, u64)> = moved
+        .into_iter()
+        .map(|t| {
+            (
+                t,
+                task_generation(&cluster, leader, t).unwrap_or_default().1,
+            )
+        })
+        .collect();
     cluster.signal(zombie, ferry_tests::Signal::SIGSTOP);
     wait_for("the zombie's tasks running elsewhere", FLOW, || {
         let t = task_workers(&cluster, leader, "sink");
@@ -586,13 +598,48 @@ fn zombie_series(cluster: &Cluster, node: u64, task: u64) -> Option<Vec<i64>> {
 /// A sink task's count of records read: its series exists while it runs on a node.
 const SINK_READ: &str = "kafka_connect_sink_task_sink_record_read_total";
 
-fn fenced_commits(cluster: &Cluster, node: u64, tasks: &[u64]) -> u64 {
+/// Sink task `task`'s worker (API address) and generation, as `node`'s status shows them.
+fn task_generation(cluster: &Cluster, node: u64, task: u64) -> Option<(String, u64)> {
+    let status = cluster.json(node, &["connectors", "status", "sink"]);
+    let t = status["tasks"]
+        .as_array()?
+        .iter()
+        .find(|t| t["id"].as_u64() == Some(task))?;
+    Some((
+        t["worker_id"].as_str()?.to_string(),
+        t["generation"].as_u64()?,
+    ))
+}
+
+/// Whether the zombie no longer runs task `task` under `generation`, the one it lost: the
+/// task's series is gone from it, or the task was given back to it under a newer generation
+/// (the runtime starts a unit's new run only once its previous run has stopped).
+fn stale_run_stopped(
+    cluster: &Cluster,
+    leader: u64,
+    zombie: u64,
+    task: u64,
+    generation: u64,
+) -> bool {
+    if zombie_series(cluster, zombie, task) == Some(Vec::new()) {
+        return true;
+    }
+    let zombie_api = &cluster.node(zombie).api;
+    task_generation(cluster, leader, task)
+        .is_some_and(|(worker, now)| worker == *zombie_api && now > generation)
+}
+
+fn fenced_commits(cluster: &Cluster, node: u64, tasks: &[(u64, u64)]) -> u64 {
     let status = cluster.json(node, &["connectors", "status", "sink"]);
     status["tasks"]
         .as_array()
         .into_iter()
         .flatten()
-        .filter(|t| t["id"].as_u64().is_some_and(|id| tasks.contains(&id)))
+        .filter(|t| {
+            t["id"]
+                .as_u64()
+                .is_some_and(|id| tasks.iter().any(|(task, _)| *task == id))
+        })
         .filter_map(|t| t["fenced_commits"].as_u64())
         .sum()
 }
@@ -612,7 +659,7 @@ fn fencing_alone_rejects_a_zombies_commits_by_generation() {
     wait_for("the zombie to stop its stale tasks", FLOW, || {
         moved
             .iter()
-            .all(|t| zombie_series(&cluster, zombie, *t) == Some(Vec::new()))
+            .all(|(t, g)| stale_run_stopped(&cluster, leader, zombie, *t, *g))
             .then_some(())
     });
     let lines = wait_lines(&cluster, &expected, "every line despite the zombie");
