@@ -176,7 +176,7 @@ fn main() -> anyhow::Result<()> {
         rate / baseline
     );
 
-    std::thread::sleep(Duration::from_secs(2));
+    // Read as soon as the load ends: what the node keeps after it, not what it returns later.
     for id in 1..=3 {
         if let Some(mib) = cluster.node(id).pid().map(sink::rss_mib) {
             println!("memory    idle node {id} RSS after the load:         {mib:>9.1} MiB");

@@ -263,23 +263,14 @@ pub fn run() -> anyhow::Result<()> {
     );
 
     let settings = Settings {
-        kafka: Some(kafka.bootstrap.clone()),
         // FileStreamSink's output is complete at its flush, which comes with the offset
         // commit: a short interval keeps its figure from being rounded up to the interval.
         offset_flush_ms: 500,
-        log_filter: "warn".into(),
+        // Warnings, and the line each worker logs once registered (`started` waits for them).
+        log_filter: "warn,ferryd::startup=info".into(),
         ..Settings::default()
     };
-    let mut cluster = Cluster::new(3, settings);
-    cluster.start_all();
-    let leader = cluster.wait_leader(Duration::from_secs(30));
-    for id in 1..=3 {
-        wait_for("workers registered", Duration::from_secs(30), || {
-            let s = cluster.status(id)?;
-            (!s["cluster_id"].as_str()?.is_empty()).then_some(())
-        });
-    }
-    std::thread::sleep(Duration::from_secs(1));
+    let (cluster, leader) = ferry_tests::pipeline::started(3, &kafka, settings);
     let file = cluster.connector_file(
         "bench",
         &[

@@ -42,6 +42,26 @@ fn records() -> usize {
         .and_then(|n| n.parse().ok())
         .unwrap_or(1_000_000)
 }
+
+/// Runs of each throughput workload (W1–W3); the row shown is the median run's
+/// (`FERRY_VERSUS_RUNS`). Single runs on this machine differ by up to 2× from one minute to
+/// the next.
+fn runs() -> usize {
+    std::env::var("FERRY_VERSUS_RUNS")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(3)
+        .max(1)
+}
+
+/// Whether `item` is among those an environment variable selects (a comma-separated list;
+/// unset, all are): `FERRY_VERSUS_SYSTEMS` (ferry, kafka-connect), `FERRY_VERSUS_WORKERS` (1,
+/// 3), `FERRY_VERSUS_WORKLOADS` (W1 … W5) narrow a run while working on one figure.
+fn selected(variable: &str, item: &str) -> bool {
+    std::env::var(variable)
+        .map(|list| list.split(',').any(|i| i.trim().eq_ignore_ascii_case(item)))
+        .unwrap_or(true)
+}
 /// W1's topic and its partitions.
 const TOPIC: &str = "versus";
 /// W2's topic (the same partitions).
@@ -77,6 +97,8 @@ struct Row {
     cpu_s: f64,
     /// Peak RSS of its busiest process during the workload.
     peak_rss_mib: f64,
+    /// Records/s of every run of the workload, this row being the median one.
+    runs: Vec<f64>,
 }
 
 impl Row {
@@ -95,6 +117,7 @@ impl Row {
             "records_per_s": self.records_per_s(),
             "mb_per_s": self.mb_per_s(),
             "cpu_s_per_million": self.cpu_per_million(),
+            "runs_records_per_s": self.runs,
         })
     }
 
@@ -108,6 +131,15 @@ impl Row {
 
     fn cpu_per_million(&self) -> f64 {
         self.cpu_s * 1e6 / (self.records.max(1) as f64)
+    }
+
+    /// The run of median records/s among `runs` of one workload, with every run's rate.
+    fn median_of(mut runs: Vec<Row>) -> Row {
+        let rates: Vec<f64> = runs.iter().map(Row::records_per_s).collect();
+        runs.sort_by(|a, b| a.records_per_s().total_cmp(&b.records_per_s()));
+        let mut row = runs.swap_remove(runs.len() / 2);
+        row.runs = rates;
+        row
     }
 }
 
@@ -261,20 +293,21 @@ impl System {
         ferry_tests::pipeline::task_places(&body)
     }
 
-    /// The Raft leader's REST `worker_id` (Ferry only).
+    /// The `worker_id` of the worker W5 spares: Ferry's Raft leader (the workers' own
+    /// fail-over is measured, not an election), and Kafka Connect's group leader — the oldest
+    /// worker alive, as the group coordinator keeps its leader while it stays a member. A new
+    /// group leader has no memory of the assignment before it, and so reassigns the tasks of a
+    /// worker that died at once, whatever `scheduled.rebalance.max.delay.ms` says: killing it
+    /// would not measure the delay.
     fn leader_worker(&self) -> Option<String> {
-        match self {
+        let url = match self {
             System::Ferry(c) => {
                 let leader = c.wait_leader(Duration::from_secs(60));
-                Some(
-                    c.node(leader)
-                        .rest
-                        .trim_start_matches("http://")
-                        .to_string(),
-                )
+                c.node(leader).rest.clone()
             }
-            System::Connect(_) => None,
-        }
+            System::Connect(all) => all.iter().find(|w| w.pid().is_some())?.url.clone(),
+        };
+        Some(url.trim_start_matches("http://").to_string())
     }
 
     fn pids(&self) -> Vec<u32> {
@@ -415,17 +448,17 @@ fn records_in(consumer: &BaseConsumer, topic: &str) -> u64 {
 }
 
 /// W1 on one system: FileStreamSink of the whole topic with `tasks` tasks.
-fn w1(system: &System, tasks: u32, dir: &Path) -> Row {
+fn w1(system: &System, tasks: u32, dir: &Path, run: usize) -> Row {
     let target = (records() * (RECORD_BYTES + 1)) as u64;
     let strings = json!({"value.converter": "org.apache.kafka.connect.storage.StringConverter"});
     let workload = ("W1", "W1 FileStreamSink, String");
-    file_sink(system, workload, TOPIC, strings, tasks, dir, target)
+    file_sink(system, workload, TOPIC, strings, (tasks, run), dir, target)
 }
 
 /// W2 on one system: FileStreamSink of the JSON topic (JsonConverter with schemas) through
 /// seed 003's ValueToKey + ExtractField$Key, with `tasks` tasks; `lines` the bytes of its
 /// output.
-fn w2(system: &System, tasks: u32, dir: &Path, lines: u64) -> Row {
+fn w2(system: &System, tasks: u32, dir: &Path, lines: u64, run: usize) -> Row {
     let json = json!({
         "value.converter": "org.apache.kafka.connect.json.JsonConverter",
         "value.converter.schemas.enable": "true",
@@ -436,25 +469,27 @@ fn w2(system: &System, tasks: u32, dir: &Path, lines: u64) -> Row {
         "transforms.extractKey.field": "user_id",
     });
     let workload = ("W2", "W2 FileStreamSink, JSON + 2 SMTs");
-    file_sink(system, workload, JSON_TOPIC, json, tasks, dir, lines)
+    file_sink(system, workload, JSON_TOPIC, json, (tasks, run), dir, lines)
 }
 
 /// A FileStreamSink of `topic` with `tasks` tasks (StringConverter keys, `more` settings), timed
-/// until its file holds `target` bytes; then deleted. `workload` is (its short name, its label).
+/// until its file holds `target` bytes; then deleted. `workload` is (its short name, its label),
+/// `run` which run of it this is.
 fn file_sink(
     system: &System,
     workload: (&str, &str),
     topic: &str,
     more: Value,
-    tasks: u32,
+    (tasks, run): (u32, usize),
     dir: &Path,
     target: u64,
 ) -> Row {
-    // Each system's connectors have names of their own: a sink's consumer group is named after
-    // its connector, and a group's committed offsets would tell the other where to start.
+    // Each system's connectors, and each run's, have names of their own: a sink's consumer
+    // group is named after its connector, and a group's committed offsets would tell the next
+    // one where to start.
     let (short, label) = workload;
     let name = format!(
-        "{}-{}-{}-{tasks}",
+        "{}-{}-{}-{tasks}-{run}",
         system.name(),
         short.to_lowercase(),
         system.workers()
@@ -489,12 +524,13 @@ fn file_sink(
         run_s,
         cpu_s,
         peak_rss_mib: peak,
+        runs: Vec::new(),
     }
 }
 
 /// W3 on one system: FileStreamSource of `input` into a topic of its own.
-fn w3(system: &System, kafka: &Kafka, input: &Path, consumer: &BaseConsumer) -> Row {
-    let name = format!("{}-w3-{}", system.name(), system.workers());
+fn w3(system: &System, kafka: &Kafka, input: &Path, consumer: &BaseConsumer, run: usize) -> Row {
+    let name = format!("{}-w3-{}-{run}", system.name(), system.workers());
     let topic = format!("versus-{name}");
     ferry_tests::brokers::create_topics(&kafka.bootstrap, &[(&topic, 1)], 1);
     let config = json!({
@@ -524,6 +560,7 @@ fn w3(system: &System, kafka: &Kafka, input: &Path, consumer: &BaseConsumer) -> 
         run_s,
         cpu_s,
         peak_rss_mib: peak,
+        runs: Vec::new(),
     }
 }
 
@@ -593,6 +630,7 @@ fn w4(system: &System, dir: &Path) -> Row {
         run_s: deleting.elapsed().as_secs_f64(),
         cpu_s: cpu_seconds(&pids) - cpu_before,
         peak_rss_mib: peak,
+        runs: Vec::new(),
     }
 }
 
@@ -677,6 +715,9 @@ fn failovers(kafka: &Kafka, dir: &Path) -> Vec<(String, Vec<f64>)> {
         ),
         ("kafka-connect, defaults", "kafka-connect", &[][..], 1),
     ] {
+        if !selected("FERRY_VERSUS_SYSTEMS", kind) {
+            continue;
+        }
         let group = format!("versus-w5-{}", results.len());
         let mut system = System::start_with(kind, 3, kafka, &group, more);
         let connect_more = connect_properties(more);
@@ -733,20 +774,34 @@ fn measure(kind: &str, workers: usize, kafka: &Kafka, inputs: &Inputs, dir: &Pat
         .create()
         .expect("a metadata client");
     let mut rows = Vec::new();
+    // Each throughput workload `runs()` times, its median run kept.
+    let mut median = |workload: &str, one: &dyn Fn(usize) -> Row| {
+        if !selected("FERRY_VERSUS_WORKLOADS", workload) {
+            return;
+        }
+        let all: Vec<Row> = (0..runs())
+            .map(|run| {
+                let row = one(run);
+                println!("{}", line(&row));
+                row
+            })
+            .collect();
+        rows.push(Row::median_of(all));
+    };
     for tasks in [1, 4] {
-        let row = w1(&system, tasks, dir);
-        println!("{}", line(&row));
-        rows.push(row);
-        let row = w2(&system, tasks, dir, inputs.json_output);
+        median("W1", &|run| w1(&system, tasks, dir, run));
+        median("W2", &|run| {
+            w2(&system, tasks, dir, inputs.json_output, run)
+        });
+    }
+    median("W3", &|run| {
+        w3(&system, kafka, &inputs.lines_file, &consumer, run)
+    });
+    if selected("FERRY_VERSUS_WORKLOADS", "W4") {
+        let row = w4(&system, dir);
         println!("{}", line(&row));
         rows.push(row);
     }
-    let row = w3(&system, kafka, &inputs.lines_file, &consumer);
-    println!("{}", line(&row));
-    rows.push(row);
-    let row = w4(&system, dir);
-    println!("{}", line(&row));
-    rows.push(row);
     rows
 }
 
@@ -800,10 +855,18 @@ pub fn run() -> anyhow::Result<()> {
     let mut rows = Vec::new();
     for workers in [1, 3] {
         for kind in ["ferry", "kafka-connect"] {
-            rows.extend(measure(kind, workers, &kafka, &inputs, dir.path()));
+            if selected("FERRY_VERSUS_WORKERS", &workers.to_string())
+                && selected("FERRY_VERSUS_SYSTEMS", kind)
+            {
+                rows.extend(measure(kind, workers, &kafka, &inputs, dir.path()));
+            }
         }
     }
-    let failover = failovers(&kafka, dir.path());
+    let failover = if selected("FERRY_VERSUS_WORKLOADS", "W5") {
+        failovers(&kafka, dir.path())
+    } else {
+        Vec::new()
+    };
     println!("\n{}", table(&rows, kcat_in, kcat_out));
     let json_dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/bench");
     std::fs::create_dir_all(&json_dir)?;
