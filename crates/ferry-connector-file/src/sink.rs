@@ -94,31 +94,53 @@ impl FileSinkTask {
         })
     }
 
-    /// Write out what is pending (then sync, if asked), off the async threads: a pipe may
-    /// block.
-    async fn write_out(&mut self, sync: bool) -> Result<()> {
+    /// Write out what is pending, off the async threads: a pipe may block. Only written to
+    /// the page cache: a sync is `flush`'s, once per offset commit.
+    async fn write_out(&mut self) -> Result<()> {
+        let mut pending = std::mem::take(&mut self.pending);
+        let (pending, result) = self
+            .with_file("write", move |file| {
+                let result = write_some(file, &mut pending);
+                (pending, result)
+            })
+            .await?;
+        self.pending = pending;
+        result
+    }
+
+    /// Make what was written durable (`fdatasync`).
+    async fn sync(&mut self) -> Result<()> {
+        let ((), result) = self
+            .with_file("sync", |file| match file.sync_data() {
+                // A pipe or a terminal cannot be synced: nothing to make durable.
+                Err(e) if e.kind() == std::io::ErrorKind::InvalidInput => ((), Ok(())),
+                other => ((), other),
+            })
+            .await?;
+        result
+    }
+
+    /// Run `io` on the file (opened if it is not) off the async threads; its outcome is an
+    /// error naming the file and what was done (`what`).
+    async fn with_file<T: Send + 'static>(
+        &mut self,
+        what: &'static str,
+        io: impl FnOnce(&mut std::fs::File) -> (T, std::io::Result<()>) + Send + 'static,
+    ) -> Result<(T, Result<()>)> {
         let path = self.config.file.clone();
         let mut file = match self.file.take() {
             Some(file) => file,
             None => self.open_file().await?,
         };
-        let mut pending = std::mem::take(&mut self.pending);
-        let (file, pending, result) = tokio::task::spawn_blocking(move || {
-            let result = write_some(&mut file, &mut pending)
-                .map_err(|e| ("write", e))
-                .and_then(|()| match file.sync_data() {
-                    _ if !sync => Ok(()),
-                    // A pipe or a terminal cannot be synced: nothing to make durable.
-                    Err(e) if e.kind() == std::io::ErrorKind::InvalidInput => Ok(()),
-                    other => other.map_err(|e| ("sync", e)),
-                });
-            (file, pending, result)
+        let (file, (out, result)) = tokio::task::spawn_blocking(move || {
+            let done = io(&mut file);
+            (file, done)
         })
         .await
         .map_err(|e| ConnectError::fatal(format!("the writer of {path} failed: {e}")))?;
         self.file = Some(file);
-        self.pending = pending;
-        result.map_err(|(what, e)| ConnectError::io(format!("{what} {path}"), e))
+        let result = result.map_err(|e| ConnectError::io(format!("{what} {path}"), e));
+        Ok((out, result))
     }
 
     /// Open the file for appending.
@@ -166,18 +188,19 @@ impl SinkTask for FileSinkTask {
             written.map_err(|e| ConnectError::io("format a record", e))?;
         }
         if self.pending.len() >= WRITE_AT {
-            self.write_out(false).await?;
+            self.write_out().await?;
         }
         Ok(())
     }
 
     async fn flush(&mut self, _offsets: &HashMap<TopicPartition, i64>) -> Result<()> {
-        self.write_out(true).await
+        self.write_out().await?;
+        self.sync().await
     }
 
     async fn stop(&mut self) -> Result<()> {
         if self.file.is_some() {
-            self.write_out(false).await?;
+            self.write_out().await?;
         }
         self.file = None;
         Ok(())
