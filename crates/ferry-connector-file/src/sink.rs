@@ -38,15 +38,27 @@ const WRITE_AT: usize = 256 * 1024;
 /// Appends lines to its file. A write that fails keeps what was not written, so that the
 /// runtime's retry of `put` or `flush` (with the same records) writes each line exactly once:
 /// records already appended are recognised by their offsets and skipped.
+///
+/// Writes are double-buffered: while one buffer is written (off the async threads) the task
+/// fills the next, so consuming and converting records never waits for the file but when a
+/// second buffer is full before the first is written.
 pub struct FileSinkTask {
     config: FileSinkConfig,
     context: SinkTaskContext,
     /// The open file; `None` before it is opened (at start) and while a write has it.
     file: Option<std::fs::File>,
+    /// Lines not yet handed to a write, in order after those of the write in flight.
     pending: Vec<u8>,
+    /// The write in flight: it gives back the file, what it could not write, and its outcome.
+    writing: Option<tokio::task::JoinHandle<Written>>,
+    /// An emptied buffer, reused for the next lines.
+    spare: Vec<u8>,
     /// The last offset appended to `pending`, per partition.
     appended: HashMap<TopicPartition, i64>,
 }
+
+/// What a write gives back: the file, the bytes it did not write, and its outcome.
+type Written = (std::fs::File, Vec<u8>, std::io::Result<()>);
 
 /// Write as much of `pending` as the file takes; what was written leaves `pending`.
 fn write_some(file: &mut std::fs::File, pending: &mut Vec<u8>) -> std::io::Result<()> {
@@ -90,57 +102,73 @@ impl FileSinkTask {
             context,
             file: None,
             pending: Vec::new(),
+            writing: None,
+            spare: Vec::new(),
             appended: HashMap::new(),
         })
     }
 
-    /// Write out what is pending, off the async threads: a pipe may block. Only written to
-    /// the page cache: a sync is `flush`'s, once per offset commit.
+    /// Hand what is pending to a write, once the write before it has finished; the task goes
+    /// on meanwhile. Only written to the page cache: a sync is `flush`'s.
     async fn write_out(&mut self) -> Result<()> {
-        let mut pending = std::mem::take(&mut self.pending);
-        let (pending, result) = self
-            .with_file("write", move |file| {
-                let result = write_some(file, &mut pending);
-                (pending, result)
-            })
-            .await?;
-        self.pending = pending;
-        result
-    }
-
-    /// Make what was written durable (`fdatasync`).
-    async fn sync(&mut self) -> Result<()> {
-        let ((), result) = self
-            .with_file("sync", |file| match file.sync_data() {
-                // A pipe or a terminal cannot be synced: nothing to make durable.
-                Err(e) if e.kind() == std::io::ErrorKind::InvalidInput => ((), Ok(())),
-                other => ((), other),
-            })
-            .await?;
-        result
-    }
-
-    /// Run `io` on the file (opened if it is not) off the async threads; its outcome is an
-    /// error naming the file and what was done (`what`).
-    async fn with_file<T: Send + 'static>(
-        &mut self,
-        what: &'static str,
-        io: impl FnOnce(&mut std::fs::File) -> (T, std::io::Result<()>) + Send + 'static,
-    ) -> Result<(T, Result<()>)> {
-        let path = self.config.file.clone();
+        self.written().await?;
+        if self.pending.is_empty() {
+            return Ok(());
+        }
         let mut file = match self.file.take() {
             Some(file) => file,
             None => self.open_file().await?,
         };
-        let (file, (out, result)) = tokio::task::spawn_blocking(move || {
-            let done = io(&mut file);
-            (file, done)
+        let mut lines = std::mem::replace(&mut self.pending, std::mem::take(&mut self.spare));
+        self.writing = Some(tokio::task::spawn_blocking(move || {
+            let result = write_some(&mut file, &mut lines);
+            (file, lines, result)
+        }));
+        Ok(())
+    }
+
+    /// Wait for the write in flight, if any. What it could not write goes back in front of
+    /// the pending lines, and its error is returned (the retried `put` or `flush` writes it).
+    async fn written(&mut self) -> Result<()> {
+        let Some(writing) = self.writing.take() else {
+            return Ok(());
+        };
+        let path = &self.config.file;
+        let (file, mut left, result) = writing
+            .await
+            .map_err(|e| ConnectError::fatal(format!("the writer of {path} failed: {e}")))?;
+        self.file = Some(file);
+        if left.is_empty() {
+            self.spare = left;
+        } else {
+            left.append(&mut self.pending);
+            self.pending = left;
+        }
+        result.map_err(|e| ConnectError::io(format!("write {path}"), e))
+    }
+
+    /// Write out everything pending and make it durable (`fdatasync`).
+    async fn write_and_sync(&mut self) -> Result<()> {
+        self.write_out().await?;
+        self.written().await?;
+        let Some(file) = self.file.take() else {
+            // Never opened: nothing written.
+            return Ok(());
+        };
+        let (file, result) = tokio::task::spawn_blocking(move || {
+            let result = match file.sync_data() {
+                // A pipe or a terminal cannot be synced: nothing to make durable.
+                Err(e) if e.kind() == std::io::ErrorKind::InvalidInput => Ok(()),
+                other => other,
+            };
+            (file, result)
         })
         .await
-        .map_err(|e| ConnectError::fatal(format!("the writer of {path} failed: {e}")))?;
+        .map_err(|e| {
+            ConnectError::fatal(format!("the writer of {} failed: {e}", self.config.file))
+        })?;
         self.file = Some(file);
-        let result = result.map_err(|e| ConnectError::io(format!("{what} {path}"), e));
-        Ok((out, result))
+        result.map_err(|e| ConnectError::io(format!("sync {}", self.config.file), e))
     }
 
     /// Open the file for appending.
@@ -194,13 +222,13 @@ impl SinkTask for FileSinkTask {
     }
 
     async fn flush(&mut self, _offsets: &HashMap<TopicPartition, i64>) -> Result<()> {
-        self.write_out().await?;
-        self.sync().await
+        self.write_and_sync().await
     }
 
     async fn stop(&mut self) -> Result<()> {
-        if self.file.is_some() {
+        if self.file.is_some() || self.writing.is_some() {
             self.write_out().await?;
+            self.written().await?;
         }
         self.file = None;
         Ok(())
@@ -280,6 +308,29 @@ mod tests {
             std::fs::read_to_string(&path).expect("read"),
             "existing\na\n7\nnull\n"
         );
+        task.stop().await.expect("stop");
+    }
+
+    #[tokio::test]
+    async fn lines_written_while_the_next_are_taken_keep_their_order() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("out.txt");
+        let props: Props = [("file".to_string(), path.to_string_lossy().to_string())].into();
+        let mut task = FileSinkTask::build(&props, context()).expect("valid");
+        task.start().await.expect("start");
+        // Ten buffers' worth of lines, in puts of 100: writes are in flight while puts go on.
+        let line = |i: i64| format!("{i:06}-{}", "x".repeat(1000));
+        let lines = 10 * WRITE_AT as i64 / 1000;
+        for first in (0..lines).step_by(100) {
+            let batch: Vec<SinkRecord> = (first..(first + 100).min(lines))
+                .map(|i| record(i, Value::String(line(i))))
+                .collect();
+            task.put(&batch).await.expect("put");
+        }
+        task.flush(&HashMap::new()).await.expect("flush");
+        let written = std::fs::read_to_string(&path).expect("read");
+        let expected: String = (0..lines).map(|i| line(i) + "\n").collect();
+        assert!(written == expected, "every line once, in order");
         task.stop().await.expect("stop");
     }
 
