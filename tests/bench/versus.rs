@@ -62,6 +62,17 @@ fn selected(variable: &str, item: &str) -> bool {
         .map(|list| list.split(',').any(|i| i.trim().eq_ignore_ascii_case(item)))
         .unwrap_or(true)
 }
+/// Ferry's `[kafka] properties` for a run that tries client settings
+/// (`FERRY_VERSUS_KAFKA="consumer.fetch.max.bytes=8388608,…"`); none by default.
+fn kafka_properties() -> Vec<(String, String)> {
+    std::env::var("FERRY_VERSUS_KAFKA")
+        .unwrap_or_default()
+        .split(',')
+        .filter_map(|kv| kv.split_once('='))
+        .map(|(k, v)| (k.trim().to_string(), v.trim().to_string()))
+        .collect()
+}
+
 /// W1's topic and its partitions.
 const TOPIC: &str = "versus";
 /// W2's topic (the same partitions).
@@ -169,6 +180,7 @@ impl System {
                     offset_flush_ms: FLUSH_MS,
                     target_voters: workers.min(3),
                     ferryd_timing: true,
+                    kafka_properties: kafka_properties(),
                     ..Settings::default()
                 };
                 let (cluster, _) = started(workers as u64, kafka, settings);
