@@ -78,6 +78,10 @@ impl Role {
                 ("partitioner", "murmur2_random"),
                 // Records without a key or partition are spread over all partitions.
                 ("sticky.partitioning.linger.ms", "0"),
+                // Java's buffer.memory default (32 MiB) as librdkafka's bound of records
+                // waiting to be sent (its own default, 1 GiB, let a fast source's worker grow
+                // by hundreds of MiB).
+                ("queue.buffering.max.kbytes", "32768"),
             ],
             Role::Consumer => &[
                 ("auto.offset.reset", "earliest"),
