@@ -32,11 +32,53 @@ pub enum DecimalFormat {
 }
 
 /// The converter, configured.
-#[derive(Clone, Debug)]
+#[derive(Debug)]
 pub struct JsonConverter {
     schemas: bool,
     decimal: DecimalFormat,
     replace_null_with_default: bool,
+    /// The schemas read, by their JSON text (`schemas.cache.size` of them; emptied when
+    /// full): records of one topic carry the same schema, read once instead of per record.
+    cache: std::sync::Mutex<SchemaCache>,
+}
+
+/// Schemas by the JSON text they were read from.
+#[derive(Debug, Default)]
+struct SchemaCache {
+    size: usize,
+    schemas: std::collections::HashMap<Box<str>, Option<Arc<Schema>>>,
+}
+
+impl SchemaCache {
+    /// The schema `text` is, read by `read` unless it was read before.
+    fn schema(
+        &mut self,
+        text: &str,
+        read: impl FnOnce() -> Result<Option<Arc<Schema>>>,
+    ) -> Result<Option<Arc<Schema>>> {
+        if let Some(schema) = self.schemas.get(text) {
+            return Ok(schema.clone());
+        }
+        let schema = read()?;
+        if self.size > 0 {
+            if self.schemas.len() >= self.size {
+                self.schemas.clear();
+            }
+            self.schemas.insert(text.into(), schema.clone());
+        }
+        Ok(schema)
+    }
+}
+
+/// A record with schemas as the usual case has it: exactly a schema and a payload, taken as
+/// text without building a tree of them. Anything else takes the general path (and its errors).
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Envelope<'a> {
+    #[serde(borrow)]
+    schema: &'a serde_json::value::RawValue,
+    #[serde(borrow)]
+    payload: &'a serde_json::value::RawValue,
 }
 
 impl Choice for DecimalFormat {
@@ -58,10 +100,15 @@ impl JsonConverter {
     /// `schemas.enable`).
     pub fn configure(props: &BTreeMap<String, String>) -> Result<Self> {
         let values = Values::new(super::converter_config(JSON_CONVERTER), props);
+        let size: i64 = values.number("schemas.cache.size")?;
         Ok(JsonConverter {
             schemas: values.boolean("schemas.enable")?,
             decimal: values.choice("decimal.format")?,
             replace_null_with_default: values.boolean("replace.null.with.default")?,
+            cache: std::sync::Mutex::new(SchemaCache {
+                size: usize::try_from(size).unwrap_or(0),
+                ..SchemaCache::default()
+            }),
         })
     }
 
@@ -341,6 +388,20 @@ impl JsonConverter {
         Ok(())
     }
 
+    /// The schema a record's `schema` field holds (`text`), from the cache or read.
+    fn cached_schema(&self, text: &str) -> Result<Option<Arc<Schema>>> {
+        let read = || {
+            let json: J = serde_json::from_str(text)
+                .map_err(|e| ConnectError::data(format!("the schema is not valid JSON: {e}")))?;
+            Ok(read_schema(&json)?.map(Arc::new))
+        };
+        match self.cache.lock() {
+            Ok(mut cache) => cache.schema(text, read),
+            // A panic while the cache was held: read without it.
+            Err(_) => read(),
+        }
+    }
+
     fn read_value(
         &self,
         schema: Option<&Arc<Schema>>,
@@ -490,6 +551,22 @@ impl Converter for JsonConverter {
         let Some(bytes) = data else {
             return Ok(SchemaAndValue::null());
         };
+        let in_topic = |e: ConnectError| {
+            ConnectError::data(format!("JsonConverter (topic {topic}): {}", e.message))
+        };
+        if self.schemas {
+            if let Ok(envelope) = serde_json::from_slice::<Envelope>(bytes) {
+                if let Ok(payload) = serde_json::from_str::<J>(envelope.payload.get()) {
+                    let schema = self
+                        .cached_schema(envelope.schema.get())
+                        .map_err(in_topic)?;
+                    let value = self
+                        .read_value(schema.as_ref(), Some(&payload), "")
+                        .map_err(in_topic)?;
+                    return Ok(SchemaAndValue { schema, value });
+                }
+            }
+        }
         let json: Option<J> = if bytes.is_empty() {
             None
         } else {
@@ -522,9 +599,6 @@ impl Converter for JsonConverter {
             } else {
                 (None, json)
             };
-        let in_topic = |e: ConnectError| {
-            ConnectError::data(format!("JsonConverter (topic {topic}): {}", e.message))
-        };
         let schema = match schema {
             Some(s) => read_schema(&s).map_err(in_topic)?.map(Arc::new),
             None => None,

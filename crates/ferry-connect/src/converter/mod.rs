@@ -112,10 +112,9 @@ pub fn converter_config(class: &str) -> ConfigDef {
                 "schemas.cache.size",
                 ConfigType::Int,
                 Importance::High,
-                "The size of Kafka Connect's schema cache.",
+                "How many schemas read from records are kept (by their JSON text), so that a record whose schema was seen before is not read again.",
             )
             .default("1000")
-            .support(Support::NoEffect("Ferry keeps no schema cache"))
             .shown("Schemas", 1, Width::Medium, "Schema Cache Size"),
             ConfigKey::new(
                 "replace.null.with.default",

@@ -333,3 +333,47 @@ fn null_in_and_null_out() {
         Some(br#"{"schema":{"type":"string","optional":true},"payload":null}"#.to_vec())
     );
 }
+
+#[test]
+fn a_schema_seen_before_is_taken_from_the_cache_unless_it_is_sized_zero() {
+    let (_, value) = SEED_003[0];
+    let other = value.replace("\"id\":1", "\"id\":9");
+    let decode = |c: &JsonConverter, text: &str| c.decode("t", Some(text.as_bytes())).expect(text);
+    let cached = JsonConverter::default();
+    let (first, second) = (decode(&cached, value), decode(&cached, &other));
+    let (a, b) = (
+        first.schema.expect("schema"),
+        second.schema.expect("schema"),
+    );
+    assert!(
+        Arc::ptr_eq(&a, &b),
+        "the second record's schema was read again"
+    );
+    assert_ne!(first.value, second.value, "each record's own payload");
+    // A schema differing in one field is another schema.
+    let renamed = decode(&cached, &value.replace("\"item\"", "\"thing\""));
+    assert!(renamed
+        .schema
+        .is_some_and(|s| !Arc::ptr_eq(&s, &a) && s.field("thing").is_some()));
+    let uncached = JsonConverter::configure(&BTreeMap::from([(
+        "schemas.cache.size".to_string(),
+        "0".to_string(),
+    )]))
+    .expect("valid");
+    let (first, second) = (decode(&uncached, value), decode(&uncached, &other));
+    assert!(!Arc::ptr_eq(
+        &first.schema.expect("schema"),
+        &second.schema.expect("schema")
+    ));
+    // An invalid schema is an error each time, never cached.
+    let bad = r#"{"schema":{"type":"nonsense"},"payload":1}"#;
+    for _ in 0..2 {
+        let err = cached
+            .decode("orders", Some(bad.as_bytes()))
+            .expect_err(bad);
+        assert!(
+            err.to_string().contains("JsonConverter (topic orders)"),
+            "{err}"
+        );
+    }
+}
