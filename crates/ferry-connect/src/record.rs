@@ -108,6 +108,20 @@ pub struct SourceRecord {
 
 /// The canonical JSON text of a source partition or offset (sorted keys).
 pub fn source_map_json(map: &SourceMap) -> String {
+    // The usual map (a file name, a position) holds no object: its own key order is already
+    // the canonical one, and it is written as it is, without copying it twice first.
+    fn holds_no_object(value: &serde_json::Value) -> bool {
+        match value {
+            serde_json::Value::Object(_) => false,
+            serde_json::Value::Array(items) => items.iter().all(holds_no_object),
+            _ => true,
+        }
+    }
+    if map.values().all(holds_no_object) {
+        if let Ok(text) = serde_json::to_string(map) {
+            return text;
+        }
+    }
     canonical_json(&serde_json::Value::Object(
         map.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
     ))
@@ -166,6 +180,14 @@ mod tests {
         assert_eq!(
             canonical_json(&nested),
             r#"{"y":0,"z":{"a":[{"c":2,"d":1}],"b":1}}"#
+        );
+        // A map holding objects, at any depth, is written in canonical form too.
+        let map: SourceMap =
+            serde_json::from_str(r#"{"z":{"b":1,"a":0},"y":[[{"d":1,"c":2}]],"x":[1,"s"]}"#)
+                .expect("json");
+        assert_eq!(
+            source_map_json(&map),
+            r#"{"x":[1,"s"],"y":[[{"c":2,"d":1}]],"z":{"a":0,"b":1}}"#
         );
     }
 }

@@ -91,14 +91,17 @@ impl SourceProducer for FutureProducer {
         partition: Option<i32>,
         out: &Original,
     ) -> Result<Self::Delivery, KafkaError> {
-        let mut headers = OwnedHeaders::new();
-        for (key, value) in &out.headers {
-            headers = headers.insert(KafkaHeader {
-                key,
-                value: value.as_deref(),
-            });
+        let mut sending: FutureRecord<'_, [u8], [u8]> = FutureRecord::to(topic);
+        if !out.headers.is_empty() {
+            let mut headers = OwnedHeaders::new_with_capacity(out.headers.len());
+            for (key, value) in &out.headers {
+                headers = headers.insert(KafkaHeader {
+                    key,
+                    value: value.as_deref(),
+                });
+            }
+            sending = sending.headers(headers);
         }
-        let mut sending: FutureRecord<'_, [u8], [u8]> = FutureRecord::to(topic).headers(headers);
         if let Some(k) = out.key.as_deref() {
             sending = sending.key(k);
         }
@@ -294,7 +297,21 @@ impl<Pr: SourceProducer, P: Control> SourceLoop<Pr, P> {
     /// Wait until every record sent so far is delivered; one that is not goes through error
     /// handling.
     async fn await_deliveries(&mut self) -> Result<(), Failure> {
-        for (delivery, position) in std::mem::take(&mut self.in_flight) {
+        // Drained from a vector taken out and put back, so that its room is kept for the next
+        // records (a fresh one grew again, copying, up to `MAX_IN_FLIGHT` each time).
+        let mut in_flight = std::mem::take(&mut self.in_flight);
+        let awaited = self.await_each(&mut in_flight).await;
+        in_flight.clear();
+        self.in_flight = in_flight;
+        awaited
+    }
+
+    /// [`Self::await_deliveries`] of the records taken out of `in_flight`.
+    async fn await_each(
+        &mut self,
+        in_flight: &mut Vec<(Pr::Delivery, SourcePosition)>,
+    ) -> Result<(), Failure> {
+        for (delivery, position) in in_flight.drain(..) {
             let (error, original, at) = match delivery.await {
                 Ok(()) => {
                     self.pipeline.metrics().source_record_write.inc();
