@@ -530,11 +530,18 @@ fn remove_node_moves_its_tasks_away_first_and_the_node_stops_cleanly() {
 }
 
 /// Freeze a worker running sink tasks past the worker timeout, let its tasks move, thaw it.
-/// Returns the cluster, the frozen node, the moved task ids with the generation each ran
-/// under on the frozen node, and the lines expected.
-fn zombie_scenario(
-    disable_lease: bool,
-) -> (Kafka, Cluster, u64, u64, Vec<(u64, u64)>, BTreeSet<String>) {
+/// What a zombie scenario leaves: the cluster, its leader, the frozen node, the moved task
+/// ids with the generation each ran under on the frozen node, and the lines expected.
+struct Zombie {
+    _kafka: Kafka,
+    cluster: Cluster,
+    leader: u64,
+    zombie: u64,
+    moved: Vec<(u64, u64)>,
+    expected: BTreeSet<String>,
+}
+
+fn zombie_scenario(disable_lease: bool) -> Zombie {
     let kafka = Kafka::start(&[("lines", 3)]);
     let settings = Settings {
         disable_lease,
@@ -586,7 +593,14 @@ fn zombie_scenario(
     cluster.signal(zombie, ferry_tests::Signal::SIGCONT);
     let written = writer.finish();
     let expected: BTreeSet<String> = (0..written).map(|i| format!("line-{i:05}")).collect();
-    (kafka, cluster, leader, zombie, moved, expected)
+    Zombie {
+        _kafka: kafka,
+        cluster,
+        leader,
+        zombie,
+        moved,
+        expected,
+    }
 }
 
 /// The series of sink task `task` on `node` (present while it runs there).
@@ -646,7 +660,14 @@ fn fenced_commits(cluster: &Cluster, node: u64, tasks: &[(u64, u64)]) -> u64 {
 
 #[test]
 fn fencing_alone_rejects_a_zombies_commits_by_generation() {
-    let (_kafka, cluster, leader, zombie, moved, expected) = zombie_scenario(true);
+    let Zombie {
+        _kafka,
+        cluster,
+        leader,
+        zombie,
+        moved,
+        expected,
+    } = zombie_scenario(true);
     // Without the lease, the thawed worker still tries to commit for the tasks it lost: the
     // state machine refuses it by generation, and counts the attempt.
     let fenced = wait_for("the zombie's commit refused by generation", FLOW, || {
@@ -669,7 +690,14 @@ fn fencing_alone_rejects_a_zombies_commits_by_generation() {
 
 #[test]
 fn with_the_lease_a_zombie_stops_its_tasks_by_itself() {
-    let (_kafka, cluster, leader, zombie, moved, expected) = zombie_scenario(false);
+    let Zombie {
+        _kafka,
+        cluster,
+        leader,
+        zombie,
+        moved,
+        expected,
+    } = zombie_scenario(false);
     // Noticed by its lease loop ("lease lost"), or first by a unit about to act ("lease
     // lapsed: frozen"): woken, the lease loop may have its next heartbeat acknowledged, and so
     // take a new lease, before it ever looks at the old one.
