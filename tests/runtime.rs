@@ -533,6 +533,7 @@ fn remove_node_moves_its_tasks_away_first_and_the_node_stops_cleanly() {
 /// What a zombie scenario leaves: the cluster, its leader, the frozen node, the moved task
 /// ids with the generation each ran under on the frozen node, and the lines expected.
 struct Zombie {
+    /// The broker, kept running while the scenario is used.
     _kafka: Kafka,
     cluster: Cluster,
     leader: u64,
@@ -660,56 +661,44 @@ fn fenced_commits(cluster: &Cluster, node: u64, tasks: &[(u64, u64)]) -> u64 {
 
 #[test]
 fn fencing_alone_rejects_a_zombies_commits_by_generation() {
-    let Zombie {
-        _kafka,
-        cluster,
-        leader,
-        zombie,
-        moved,
-        expected,
-    } = zombie_scenario(true);
+    let z = zombie_scenario(true);
     // Without the lease, the thawed worker still tries to commit for the tasks it lost: the
     // state machine refuses it by generation, and counts the attempt.
     let fenced = wait_for("the zombie's commit refused by generation", FLOW, || {
-        let n = fenced_commits(&cluster, leader, &moved);
+        let n = fenced_commits(&z.cluster, z.leader, &z.moved);
         (n > 0).then_some(n)
     });
     say(format!(
-        "FENCING: node {zombie} thawed; {fenced} commits of tasks {moved:?} refused by generation"
+        "FENCING: node {} thawed; {fenced} commits of tasks {:?} refused by generation",
+        z.zombie, z.moved
     ));
     wait_for("the zombie to stop its stale tasks", FLOW, || {
-        moved
+        z.moved
             .iter()
-            .all(|(t, g)| stale_run_stopped(&cluster, leader, zombie, *t, *g))
+            .all(|(t, g)| stale_run_stopped(&z.cluster, z.leader, z.zombie, *t, *g))
             .then_some(())
     });
-    let lines = wait_lines(&cluster, &expected, "every line despite the zombie");
+    let lines = wait_lines(&z.cluster, &z.expected, "every line despite the zombie");
     let unique: BTreeSet<String> = lines.iter().cloned().collect();
-    assert_eq!(unique, expected);
+    assert_eq!(unique, z.expected);
 }
 
 #[test]
 fn with_the_lease_a_zombie_stops_its_tasks_by_itself() {
-    let Zombie {
-        _kafka,
-        cluster,
-        leader,
-        zombie,
-        moved,
-        expected,
-    } = zombie_scenario(false);
+    let z = zombie_scenario(false);
     // Noticed by its lease loop ("lease lost"), or first by a unit about to act ("lease
     // lapsed: frozen"): woken, the lease loop may have its next heartbeat acknowledged, and so
     // take a new lease, before it ever looks at the old one.
     wait_for("the zombie to notice its lease expired", FLOW, || {
-        let log = cluster.log_text(zombie);
+        let log = z.cluster.log_text(z.zombie);
         (log.contains("lease lost") || log.contains("lease lapsed")).then_some(())
     });
-    wait_lines(&cluster, &expected, "every line despite the zombie");
+    wait_lines(&z.cluster, &z.expected, "every line despite the zombie");
     // It never even tried to commit for the tasks it lost.
-    assert_eq!(fenced_commits(&cluster, leader, &moved), 0);
+    assert_eq!(fenced_commits(&z.cluster, z.leader, &z.moved), 0);
     say(format!(
-        "LEASE: node {zombie} stopped tasks {moved:?} by itself; no fenced commit"
+        "LEASE: node {} stopped tasks {:?} by itself; no fenced commit",
+        z.zombie, z.moved
     ));
 }
 
