@@ -620,7 +620,13 @@ fn parquet_on_hdfs_dead_letters_what_has_no_row_and_rides_out_namenode_outages()
             .then_some(())
     });
     // The outage lasts until a write is retried against it after the rewind.
-    let retries = || cluster.log_count(leader, &["retriable failure: retrying"]);
+    let retries = || {
+        cluster.metric(
+            cluster.running(),
+            "kafka_connect_task_error_total_retries",
+            &[("connector", "orders-hdfs")],
+        )
+    };
     let after_rewind = retries();
     wait_for("a write retried while the NameNode is down", FLOW, || {
         (retries() > after_rewind).then_some(())

@@ -624,8 +624,15 @@ fn a_task_starting_while_the_database_is_down_waits_for_it() {
     }
     // Six retries: past the five quick ones after which the task would have failed had
     // errors.retry.timeout been left at 0.
+    let retries = || {
+        cluster.metric(
+            cluster.running(),
+            "kafka_connect_task_error_total_retries",
+            &[("connector", "late-db")],
+        )
+    };
     wait_for("the task retrying its start a sixth time", FLOW, || {
-        (cluster.log_count(leader, &["retriable failure: retrying", "attempt=6"]) > 0).then_some(())
+        (retries() >= 6).then_some(())
     });
     let states = task_workers(&cluster, leader, "late-db");
     assert!(
