@@ -6,8 +6,11 @@
 //! - time from `ferryd` start to serving its API, and to being ready for writes;
 //! - RSS of an idle node;
 //! - FileStreamSink throughput beside kcat's raw consume, fail-over time, RSS under load
-//!   (`sink.rs`).
+//!   (`sink.rs`);
+//! - Ferry beside Kafka Connect (`versus.rs`), and the control plane at 10,000 tasks
+//!   (`scale.rs`).
 
+mod scale;
 mod sink;
 mod versus;
 
@@ -123,6 +126,7 @@ fn main() -> anyhow::Result<()> {
     match std::env::args().nth(1).as_deref() {
         Some("failover") => return sink::failover_only(),
         Some("versus") => return versus::run(),
+        Some("scale") => return scale::run(),
         _ => {}
     }
     println!(
@@ -205,5 +209,6 @@ fn main() -> anyhow::Result<()> {
     drop(cluster);
     sink::run()?;
     versus::run()?;
+    scale::run()?;
     Ok(())
 }

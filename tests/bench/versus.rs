@@ -370,7 +370,7 @@ fn connect_properties(more: &[(&str, &str)]) -> Vec<(String, String)> {
 }
 
 /// CPU seconds (user + system) of processes so far.
-fn cpu_seconds(pids: &[u32]) -> f64 {
+pub(crate) fn cpu_seconds(pids: &[u32]) -> f64 {
     let ticks = nix::unistd::sysconf(nix::unistd::SysconfVar::CLK_TCK)
         .ok()
         .flatten()

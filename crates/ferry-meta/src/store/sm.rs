@@ -158,6 +158,7 @@ impl Clone for StateMachineStore {
 
 impl RaftSnapshotBuilder<TypeConfig> for SnapshotBuilder {
     async fn build_snapshot(&mut self) -> Result<Snapshot, StorageError> {
+        let started = std::time::Instant::now();
         let applied = self.store.read().clone();
         let data =
             serde_json::to_vec(&applied).map_err(|e| StorageIOError::write_snapshot(None, &e))?;
@@ -173,6 +174,12 @@ impl RaftSnapshotBuilder<TypeConfig> for SnapshotBuilder {
         };
         let stored = StoredSnapshot { meta, data };
         self.store.store_snapshot(&stored).await?;
+        tracing::info!(
+            index = applied.last_applied.map_or(0, |l| l.index),
+            bytes = stored.data.len(),
+            ms = started.elapsed().as_millis() as u64,
+            "snapshot built"
+        );
         Ok(Snapshot {
             meta: stored.meta,
             snapshot: Box::new(Cursor::new(stored.data)),
