@@ -431,7 +431,9 @@ impl<C: SinkConsumer, P: Control> SinkLoop<C, P> {
                 _ = stopped(stop) => Woke::Stop,
                 changed = control.changed() => Woke::Control(changed.is_ok()),
                 _ = flush.tick() => Woke::Flush,
-                _ = clock.tick() => Woke::Tick,
+                // A task that owns no partition has nothing to rotate or record: thousands
+                // of idle tasks must not wake every second.
+                _ = clock.tick(), if self.consumer.is_some() => Woke::Tick,
                 first = next_message(self.consumer.as_ref()), if !paused => Woke::Records(self.batch(first)?),
             };
             match woke {

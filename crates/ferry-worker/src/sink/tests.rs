@@ -117,6 +117,8 @@ struct Script {
     rewind: Option<(TopicPartition, i64)>,
     /// An exactly-once sink: `pre_commit` allows nothing (it commits by itself).
     commits_by_itself: bool,
+    /// The task owns no partition: the loop has no consumer.
+    no_partitions: bool,
 }
 
 struct FakeTask {
@@ -155,6 +157,11 @@ impl SinkTask for FakeTask {
             return Ok(HashMap::new());
         }
         Ok(offsets.clone())
+    }
+
+    async fn tick(&mut self) -> ferry_connect::Result<()> {
+        self.log.push("tick".to_string());
+        Ok(())
     }
 
     async fn stop(&mut self) -> ferry_connect::Result<()> {
@@ -207,6 +214,7 @@ fn start(values: &[&str], config: &[(&str, &str)], script: Script, dlq_fails: bo
     let metrics = pipeline.metrics().clone();
     let rewinds = Arc::new(Rewinds::default());
     let puts = Arc::new(Mutex::new(Vec::new()));
+    let owned = (!script.no_partitions).then(|| Shared(consumer.clone()));
     let task = FakeTask {
         script,
         rewinds: rewinds.clone(),
@@ -219,7 +227,7 @@ fn start(values: &[&str], config: &[(&str, &str)], script: Script, dlq_fails: bo
         fakes::unit(FLUSH),
         FakeControl { log: log.clone() },
         Box::new(task),
-        Some(Shared(consumer.clone())),
+        owned,
         pipeline,
         stop_rx.clone(),
         HashMap::from([(tp(0), 0)]),
@@ -438,4 +446,26 @@ async fn the_topics_consumed_are_recorded_at_the_next_tick_and_again_only_after_
     assert_eq!(bed.log.count("topics t"), 2, "{:?}", bed.log.events());
     bed.stop.send_replace(true);
     assert!(bed.done.await.expect("the loop").is_ok());
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_task_with_partitions_ticks_every_second_and_one_without_never_wakes_for_it() {
+    let busy = start(&["1"], &[], Script::default(), false);
+    let idle = start(
+        &[],
+        &[],
+        Script {
+            no_partitions: true,
+            ..Script::default()
+        },
+        false,
+    );
+    run_for(Duration::from_millis(5500)).await;
+    // At once, then at each second.
+    assert_eq!(busy.log.count("tick"), 6, "{:?}", busy.log.events());
+    assert_eq!(idle.log.count("tick"), 0, "{:?}", idle.log.events());
+    for bed in [busy, idle] {
+        bed.stop.send_replace(true);
+        assert!(bed.done.await.expect("the loop").is_ok());
+    }
 }
