@@ -176,12 +176,22 @@ impl Runtime {
         graceful: Duration,
     ) {
         let mut applied = self.node.state().applied();
+        // A pass looks at every unit of the node: the periodic one is skipped when nothing it
+        // reads changed and nothing is pending (thousands of idle units cost a pass each time).
+        let mut seen = None;
+        let mut unit_finished = false;
         loop {
-            self.reconcile(*lease.borrow_and_update(), false);
+            let now = (*applied.borrow_and_update(), *lease.borrow_and_update());
+            let pending = !self.stopping.is_empty() || !self.releasing.is_empty();
+            if seen != Some(now) || unit_finished || pending {
+                self.reconcile(now.1, false);
+                seen = Some(now);
+            }
+            unit_finished = false;
             tokio::select! {
                 changed = applied.changed() => if changed.is_err() { break },
                 changed = lease.changed() => if changed.is_err() { break },
-                _ = self.finished.1.recv() => {}
+                _ = self.finished.1.recv() => unit_finished = true,
                 _ = tokio::time::sleep(Duration::from_millis(500)) => {}
                 _ = shutdown.wait_for(|s| *s) => break,
             }
