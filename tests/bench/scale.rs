@@ -140,6 +140,8 @@ pub fn run() -> anyhow::Result<()> {
     };
     let settings = Settings {
         ferryd_timing: true,
+        // ferryd's default offset.flush.interval.ms, as Kafka Connect's.
+        offset_flush_ms: 60_000,
         log_filter: "warn,ferryd::startup=info,ferry_meta::store=info".into(),
         ..Settings::default()
     };

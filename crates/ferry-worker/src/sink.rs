@@ -430,9 +430,9 @@ impl<C: SinkConsumer, P: Control> SinkLoop<C, P> {
             let woke = tokio::select! {
                 _ = stopped(stop) => Woke::Stop,
                 changed = control.changed() => Woke::Control(changed.is_ok()),
-                _ = flush.tick() => Woke::Flush,
-                // A task that owns no partition has nothing to rotate or record: thousands
-                // of idle tasks must not wake every second.
+                // A task that owns no partition has nothing to commit, rotate or record:
+                // thousands of idle tasks must not wake for it.
+                _ = flush.tick(), if self.consumer.is_some() => Woke::Flush,
                 _ = clock.tick(), if self.consumer.is_some() => Woke::Tick,
                 first = next_message(self.consumer.as_ref()), if !paused => Woke::Records(self.batch(first)?),
             };

@@ -108,6 +108,18 @@ fn sink_partition_commands(
     commands
 }
 
+/// What a pass of the scheduler plans from. A pass over 10,000 tasks is not free: when these
+/// are as the last pass saw them and it found nothing to move, the pass is skipped (a pass
+/// that found moves runs again, as revocations wait on the clock).
+#[derive(PartialEq)]
+struct PassInputs {
+    /// The applied index of the state.
+    applied: u64,
+    live: reducer::Liveness,
+    /// How many times the sink topics' partitions changed.
+    partitions: u64,
+}
+
 /// Run the scheduler until `shutdown`; it acts only while this node leads.
 #[tracing::instrument(name = "scheduler", skip_all, fields(node = node.id()))]
 pub async fn run(
@@ -122,6 +134,10 @@ pub async fn run(
     let mut leader_since: Option<Instant> = None;
     let mut metadata: Option<Metadata> = None;
     let mut partitions: Option<BTreeSet<TopicPartitionRef>> = None;
+    // Bumped whenever the fetched partitions differ from the last ones.
+    let mut partitions_seen = 0u64;
+    // What the last pass read, if it found nothing to do: the same again needs no pass.
+    let mut idle: Option<PassInputs> = None;
     let mut refreshed = Instant::now() - METADATA_REFRESH;
     let mut revocations = handover::Revocations::default();
     let mut subscriptions = Subscriptions::default();
@@ -133,6 +149,7 @@ pub async fn run(
             _ = shutdown.wait_for(|stop| *stop) => return,
         }
         if node.leader() != Some(node.id()) {
+            idle = None;
             if leader_since.take().is_some() {
                 info!("no longer the leader: scheduler idle");
                 revocations = handover::Revocations::default();
@@ -160,7 +177,10 @@ pub async fn run(
                     match fetch.await {
                         Ok((client, Ok(p))) => {
                             metadata = Some(client);
-                            partitions = Some(p);
+                            if partitions.as_ref() != Some(&p) {
+                                partitions = Some(p);
+                                partitions_seen += 1;
+                            }
                         }
                         Ok((client, Err(e))) => {
                             metadata = Some(client);
@@ -188,6 +208,14 @@ pub async fn run(
                 }
             }
             live.draining = draining(state, &workers, &heartbeats, &dead, now, timing);
+            let inputs = PassInputs {
+                applied: *applied.borrow_and_update(),
+                live: live.clone(),
+                partitions: partitions_seen,
+            };
+            if idle.as_ref() == Some(&inputs) {
+                continue;
+            }
             let mut commands = Vec::new();
             if let Some(partitions) = &partitions {
                 commands.extend(sink_partition_commands(
@@ -198,7 +226,9 @@ pub async fn run(
                 ));
             }
             let moves = reducer::assign(state, &live);
+            let settled = commands.is_empty() && moves.is_empty();
             commands.extend(revocations.plan(state, moves, &live, now, timing.graceful_shutdown));
+            idle = settled.then_some(inputs);
             commands
         };
         write_all(&node, commands).await;

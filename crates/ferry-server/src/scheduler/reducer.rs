@@ -17,7 +17,7 @@ pub struct Unit {
 }
 
 /// Which workers may run what.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct Liveness {
     /// Workers that heartbeat: they may receive work.
     pub live: BTreeSet<NodeId>,
