@@ -122,6 +122,17 @@ async fn concurrent(addr: &str) -> anyhow::Result<f64> {
     Ok((CONCURRENT_CLIENTS * PER_CLIENT) as f64 / started.elapsed().as_secs_f64())
 }
 
+/// Write a workload's figures to `target/bench/<name>.json`, so that runs can be compared.
+fn write_report(name: &str, report: &serde_json::Value) -> anyhow::Result<()> {
+    let dir = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/bench");
+    std::fs::create_dir_all(&dir)?;
+    std::fs::write(
+        dir.join(format!("{name}.json")),
+        serde_json::to_vec_pretty(report)?,
+    )?;
+    Ok(())
+}
+
 fn main() -> anyhow::Result<()> {
     match std::env::args().nth(1).as_deref() {
         Some("failover") => return sink::failover_only(),

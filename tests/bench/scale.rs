@@ -12,7 +12,6 @@
 //! no task opens a Kafka client: the control plane's own cost.
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use ferry_tests::pipeline::started;
@@ -241,8 +240,6 @@ pub fn run() -> anyhow::Result<()> {
     let delete_s = deleting.elapsed().as_secs_f64();
     println!("delete    {connectors} connectors: {delete_s:>8.1} s");
 
-    let json_dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/bench");
-    std::fs::create_dir_all(&json_dir)?;
     let report = json!({
         "connectors": connectors,
         "tasks_per_connector": tasks,
@@ -255,9 +252,5 @@ pub fn run() -> anyhow::Result<()> {
         "failover": {"node": victim, "tasks": share, "seconds": failover_s},
         "delete_s": delete_s,
     });
-    std::fs::write(
-        json_dir.join("scale.json"),
-        serde_json::to_vec_pretty(&report)?,
-    )?;
-    Ok(())
+    crate::write_report("scale", &report)
 }

@@ -880,8 +880,6 @@ pub fn run() -> anyhow::Result<()> {
         Vec::new()
     };
     println!("\n{}", table(&rows, kcat_in, kcat_out));
-    let json_dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/bench");
-    std::fs::create_dir_all(&json_dir)?;
     let report = json!({
         "records": records,
         "record_bytes": RECORD_BYTES,
@@ -895,11 +893,7 @@ pub fn run() -> anyhow::Result<()> {
             .map(|(label, times)| json!({"system": label, "times": times, "median": median(times)}))
             .collect::<Vec<_>>(),
     });
-    std::fs::write(
-        json_dir.join("versus.json"),
-        serde_json::to_vec_pretty(&report)?,
-    )?;
-    Ok(())
+    crate::write_report("versus", &report)
 }
 
 /// The side-by-side table: per workload, workers and tasks, each system's figures and the
