@@ -13,7 +13,7 @@ use ferry_connect::task::{Rewinds, SinkTaskContext};
 use ferry_connect::{ConnectError, SinkRecord, SinkTask, TopicPartition};
 use ferry_meta::state::{Command, SinkOffset, TargetState};
 use futures::FutureExt;
-use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer, StreamConsumer};
+use rdkafka::consumer::{CommitMode, Consumer, StreamConsumer};
 use rdkafka::error::KafkaResult;
 use rdkafka::message::{BorrowedMessage, Message};
 use rdkafka::{Offset, TopicPartitionList};
@@ -508,14 +508,21 @@ async fn consumer(
         .filter(|tp| !from.contains_key(*tp))
         .cloned()
         .collect();
+    let consumer: Arc<StreamConsumer> = Arc::new(
+        config
+            .create()
+            .map_err(|e| ConnectError::fatal(format!("cannot create a Kafka consumer: {e}")))?,
+    );
+    // The task's own consumer asks (it is of the group): no second client per start.
     let group = if unknown.is_empty() {
         BTreeMap::new()
     } else {
-        group_offsets(ctx, &config, &unknown).await?
+        group_offsets(ctx, &consumer, &unknown).await?
     };
-    let consumer: StreamConsumer = config
-        .create()
-        .map_err(|e| ConnectError::fatal(format!("cannot create a Kafka consumer: {e}")))?;
+    // The asking is over, and with it every other handle on the consumer.
+    let consumer = Arc::into_inner(consumer).ok_or_else(|| {
+        ConnectError::fatal("the consumer was still in use after reading its group's offsets")
+    })?;
     let mut assignment = TopicPartitionList::new();
     for tp in partitions {
         let offset = match from.get(tp).or(group.get(tp)) {
@@ -549,18 +556,13 @@ async fn consumer(
 /// without one are absent.
 async fn group_offsets(
     ctx: &UnitCtx,
-    config: &rdkafka::ClientConfig,
+    asking: &Arc<StreamConsumer>,
     partitions: &[TopicPartition],
 ) -> Result<BTreeMap<TopicPartition, i64>, Failure> {
     let mut tpl = TopicPartitionList::new();
     for tp in partitions {
         tpl.add_partition(&tp.topic, tp.partition);
     }
-    let asking: Arc<BaseConsumer> = Arc::new(
-        config
-            .create()
-            .map_err(|e| ConnectError::fatal(format!("cannot create a Kafka consumer: {e}")))?,
-    );
     let started = Instant::now();
     loop {
         let (client, query) = (asking.clone(), tpl.clone());
