@@ -13,8 +13,7 @@ use std::time::{Duration, Instant};
 
 use ferry_connect::topics::Topics;
 use ferry_connect::{PluginDesc, PluginKind};
-use ferry_meta::state::Connector;
-use ferry_meta::state::{Command, TopicPartitionRef};
+use ferry_meta::state::{Command, Connector, TopicPartitionRef};
 use ferry_meta::{ClusterState, Heartbeats, MetaNode, NodeId, Request};
 use ferry_worker::{KafkaSettings, Metadata};
 use tokio::sync::watch;
