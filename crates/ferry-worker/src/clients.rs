@@ -142,6 +142,14 @@ pub fn for_one_client(key: &str) -> bool {
         .any(|role| key.starts_with(role.worker_prefix()))
 }
 
+/// Kafka Connect's `client.id` of a unit's client of `role`.
+fn client_id(role: Role, name: &str, task: Option<u32>) -> String {
+    match task {
+        Some(task) => format!("{}-{name}-{task}", role.client_id_prefix()),
+        None => format!("{}-{name}", role.client_id_prefix()),
+    }
+}
+
 /// One property of a client and the name it was given under (for errors and logs).
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct Layered {
@@ -200,11 +208,11 @@ fn layers(
     for (key, value) in role.base() {
         put(key, value, format!("Ferry's {key}"))?;
     }
-    let client_id = match task {
-        Some(task) => format!("{}-{name}-{task}", role.client_id_prefix()),
-        None => format!("{}-{name}", role.client_id_prefix()),
-    };
-    put("client.id", &client_id, "client.id".into())?;
+    put(
+        "client.id",
+        &client_id(role, name, task),
+        "client.id".into(),
+    )?;
     if role == Role::Consumer {
         put("group.id", &format!("connect-{name}"), "group.id".into())?;
     }
@@ -235,15 +243,15 @@ fn layers(
     Ok((out, not_used))
 }
 
-/// The librdkafka config of a unit's client of `role`: connector `name`, task `task` (`None`
-/// for the connector instance), its connector config `connector`.
-pub fn client_config(
+/// The properties of a unit's client of `role`, with those Ferry's clients do not use logged
+/// by name.
+fn resolved(
     kafka: &KafkaSettings,
     role: Role,
     connector: &BTreeMap<String, String>,
     name: &str,
     task: Option<u32>,
-) -> Result<ClientConfig, ConnectError> {
+) -> Result<BTreeMap<String, Layered>, ConnectError> {
     let (properties, not_used) = layers(role, &kafka.properties, connector, name, task)?;
     if !not_used.is_empty() {
         // Names only: a value may be a secret.
@@ -255,13 +263,33 @@ pub fn client_config(
             "these Kafka client properties are not used by Ferry's clients (librdkafka has no such property, or Ferry does that itself)"
         );
     }
+    Ok(properties)
+}
+
+/// What Ferry sets after every layer, whatever they say.
+fn managed_values(kafka: &KafkaSettings, role: Role) -> Vec<(&'static str, String)> {
+    let mut out = vec![("bootstrap.servers", kafka.bootstrap_servers.clone())];
+    if role == Role::Consumer {
+        out.push(("enable.auto.offset.store", "false".to_string()));
+    }
+    out
+}
+
+/// The librdkafka config of a unit's client of `role`: connector `name`, task `task` (`None`
+/// for the connector instance), its connector config `connector`.
+pub fn client_config(
+    kafka: &KafkaSettings,
+    role: Role,
+    connector: &BTreeMap<String, String>,
+    name: &str,
+    task: Option<u32>,
+) -> Result<ClientConfig, ConnectError> {
     let mut config = ClientConfig::new();
-    for p in properties.values() {
+    for p in resolved(kafka, role, connector, name, task)?.values() {
         config.set(&p.key, &p.value);
     }
-    config.set("bootstrap.servers", &kafka.bootstrap_servers);
-    if role == Role::Consumer {
-        config.set("enable.auto.offset.store", "false");
+    for (key, value) in managed_values(kafka, role) {
+        config.set(key, value);
     }
     Ok(config)
 }
@@ -273,6 +301,69 @@ pub fn for_unit(
     ctx: &crate::unit::UnitCtx,
 ) -> Result<ClientConfig, ConnectError> {
     client_config(kafka, role, &ctx.connector_config, &ctx.name, ctx.task)
+}
+
+/// The `client.id` of a worker's shared consumer, unless the worker's or the connector's
+/// properties name one.
+const SHARED_CONSUMER_CLIENT_ID: &str = "connector-consumer-ferry";
+
+/// A sink task's consumer config as a worker's shared consumer serves it (see
+/// [`crate::consumers`]): tasks whose `properties` are equal share one consumer.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SharedConsumerConfig {
+    /// The consumer's properties without the task's own: its group, and Ferry's per-task
+    /// `client.id` (one the worker or the connector gives stays, and is shared only by tasks
+    /// given the same).
+    pub properties: BTreeMap<String, String>,
+    /// The group the task's offsets are committed to and read from (`connect-<name>`, or the
+    /// connector's `consumer.override.group.id`).
+    pub group: String,
+}
+
+impl SharedConsumerConfig {
+    /// The librdkafka config of a shared consumer first made for a task of `group`. librdkafka
+    /// assigns partitions only to a consumer with a `group.id`; the consumer never joins it
+    /// (partitions are assigned, not subscribed) nor commits to it (offsets go through the
+    /// Admin API, per task's group).
+    pub fn client_config(&self) -> ClientConfig {
+        let mut config = ClientConfig::new();
+        for (key, value) in &self.properties {
+            config.set(key, value);
+        }
+        config.set("group.id", &self.group);
+        config
+    }
+}
+
+/// [`SharedConsumerConfig`] of a sink task.
+pub fn shared_consumer(
+    kafka: &KafkaSettings,
+    ctx: &crate::unit::UnitCtx,
+) -> Result<SharedConsumerConfig, ConnectError> {
+    shared_consumer_of(kafka, &ctx.connector_config, &ctx.name, ctx.task)
+}
+
+fn shared_consumer_of(
+    kafka: &KafkaSettings,
+    connector: &BTreeMap<String, String>,
+    name: &str,
+    task: Option<u32>,
+) -> Result<SharedConsumerConfig, ConnectError> {
+    let mut layered = resolved(kafka, Role::Consumer, connector, name, task)?;
+    let group = layered
+        .remove("group.id")
+        .map(|l| l.value)
+        .unwrap_or_else(|| format!("connect-{name}"));
+    let mut properties: BTreeMap<String, String> =
+        layered.into_values().map(|l| (l.key, l.value)).collect();
+    let own_client_id = client_id(Role::Consumer, name, task);
+    if properties.get("client.id") == Some(&own_client_id) {
+        properties.insert("client.id".into(), SHARED_CONSUMER_CLIENT_ID.into());
+    }
+    for (key, value) in managed_values(kafka, Role::Consumer) {
+        properties.insert(key.to_string(), value);
+    }
+    Ok(SharedConsumerConfig { properties, group })
 }
 
 #[cfg(test)]
@@ -333,6 +424,57 @@ mod tests {
         assert_eq!(value(&c, "linger.ms").as_deref(), Some("20"));
         assert_eq!(value(&c, "fetch.min.bytes").as_deref(), Some("1000"));
         assert_eq!(value(&c, "auto.offset.reset").as_deref(), Some("latest"));
+    }
+
+    #[test]
+    fn tasks_share_a_consumer_unless_their_own_properties_differ() {
+        let kafka = KafkaSettings {
+            bootstrap_servers: "b:9092".into(),
+            properties: map(&[("consumer.fetch.min.bytes", "1000")]),
+        };
+        let a = shared_consumer_of(&kafka, &map(&[]), "a", Some(0)).expect("valid");
+        let b = shared_consumer_of(&kafka, &map(&[]), "b", Some(3)).expect("valid");
+        assert_eq!(
+            a.properties, b.properties,
+            "group and Ferry's client.id are the task's own"
+        );
+        assert_eq!(
+            (a.group.as_str(), b.group.as_str()),
+            ("connect-a", "connect-b")
+        );
+        assert_eq!(
+            a.properties.get("client.id").map(String::as_str),
+            Some(SHARED_CONSUMER_CLIENT_ID)
+        );
+        assert_eq!(
+            a.properties.get("fetch.min.bytes").map(String::as_str),
+            Some("1000")
+        );
+        assert_eq!(
+            a.properties.get("bootstrap.servers").map(String::as_str),
+            Some("b:9092")
+        );
+        let latest = map(&[("consumer.override.auto.offset.reset", "latest")]);
+        let c = shared_consumer_of(&kafka, &latest, "c", Some(0)).expect("valid");
+        assert_ne!(
+            a.properties, c.properties,
+            "an override is the task's effective config"
+        );
+        let named = map(&[
+            ("consumer.override.client.id", "mine"),
+            ("consumer.override.group.id", "legacy"),
+        ]);
+        let d = shared_consumer_of(&kafka, &named, "d", Some(0)).expect("valid");
+        assert_eq!(
+            d.properties.get("client.id").map(String::as_str),
+            Some("mine")
+        );
+        assert_eq!(d.group, "legacy");
+        assert_eq!(
+            d.client_config().get("group.id"),
+            Some("legacy"),
+            "the consumer is made with the group of the task it is first made for"
+        );
     }
 
     #[test]

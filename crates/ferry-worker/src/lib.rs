@@ -7,11 +7,13 @@
 pub mod admin;
 pub mod clients;
 mod connector;
+pub mod consumers;
 mod dlq;
 #[cfg(test)]
 mod fakes;
 pub mod kafka;
 pub mod lease;
+mod librdkafka;
 pub mod metrics;
 mod pipeline;
 mod report;

@@ -130,6 +130,8 @@ pub struct Runtime {
     settings: Arc<RuntimeSettings>,
     lease: Arc<crate::lease::Lease>,
     metrics: Arc<WorkerMetrics>,
+    /// The Kafka consumers this worker's sink tasks share.
+    consumers: Arc<crate::consumers::Consumers>,
     running: BTreeMap<Key, Running>,
     /// Units told to stop and still finishing (a final commit, closing files): the next run of
     /// the same unit waits for them, so two runs never write at once; a revoked one is
@@ -156,6 +158,7 @@ impl Runtime {
             settings: Arc::new(settings),
             lease,
             metrics,
+            consumers: Arc::default(),
             running: BTreeMap::new(),
             stopping: BTreeMap::new(),
             releasing: BTreeMap::new(),
@@ -395,6 +398,7 @@ impl Runtime {
                     TaskMetrics::default()
                 }
             },
+            consumers: self.consumers.clone(),
         };
         info!(unit = %ctx.label(), generation = spec.generation, "starting unit");
         let (control, control_rx) = watch::channel(target);

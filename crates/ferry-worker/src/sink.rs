@@ -13,13 +13,13 @@ use ferry_connect::task::{Rewinds, SinkTaskContext};
 use ferry_connect::{ConnectError, SinkRecord, SinkTask, TopicPartition};
 use ferry_meta::state::{Command, SinkOffset, TargetState};
 use futures::FutureExt;
-use rdkafka::consumer::{CommitMode, Consumer, StreamConsumer};
 use rdkafka::error::KafkaResult;
 use rdkafka::message::{BorrowedMessage, Message};
-use rdkafka::{Offset, TopicPartitionList};
+use rdkafka::Offset;
 use tokio::sync::watch;
 use tracing::{debug, info, instrument, warn};
 
+use crate::consumers::TaskConsumer;
 use crate::dlq::Original;
 use crate::pipeline::Pipeline;
 use crate::report::Held;
@@ -69,29 +69,20 @@ pub trait SinkConsumer: Send + Sync {
     fn commit_group(&self, offsets: &HashMap<TopicPartition, i64>) -> KafkaResult<()>;
 }
 
-impl SinkConsumer for StreamConsumer {
+impl SinkConsumer for TaskConsumer {
     type Message<'a> = BorrowedMessage<'a>;
 
     fn recv(&self) -> impl Future<Output = KafkaResult<BorrowedMessage<'_>>> + Send {
-        StreamConsumer::recv(self)
+        TaskConsumer::recv(self)
     }
 
     fn seek(&self, tp: &TopicPartition, offset: i64) -> KafkaResult<()> {
-        Consumer::seek(
-            self,
-            &tp.topic,
-            tp.partition,
-            Offset::Offset(offset),
-            Duration::from_secs(10),
-        )
+        TaskConsumer::seek(self, tp, offset)
     }
 
     fn commit_group(&self, offsets: &HashMap<TopicPartition, i64>) -> KafkaResult<()> {
-        let mut tpl = TopicPartitionList::new();
-        for (tp, o) in offsets {
-            tpl.add_partition_offset(&tp.topic, tp.partition, Offset::Offset(*o))?;
-        }
-        Consumer::commit(self, &tpl, CommitMode::Async)
+        TaskConsumer::commit_group(self, offsets);
+        Ok(())
     }
 }
 
@@ -136,7 +127,7 @@ fn recovers_by_itself(e: &rdkafka::error::KafkaError) -> bool {
     }
 }
 
-impl SinkLoop<StreamConsumer, UnitCtx> {
+impl SinkLoop<TaskConsumer, UnitCtx> {
     async fn start(ctx: UnitCtx, stop: watch::Receiver<bool>) -> Result<Self, Failure> {
         let TaskFactory::Sink(factory) = ctx.plugin.tasks else {
             return Err(ConnectError::fatal(format!(
@@ -491,43 +482,38 @@ enum Woke {
 /// away) before it fails.
 const GROUP_OFFSETS_TIMEOUT: Duration = Duration::from_secs(60);
 
-/// The task's consumer, `assign()`ed its partitions from `from` (where none, from its
-/// group's committed offset or as `auto.offset.reset` says), and the group's offsets it
-/// started from.
+/// The task's consumer (its partitions on the worker's shared consumer of its config),
+/// assigned its partitions from `from` (where none, from its group's committed offset or as
+/// `auto.offset.reset` says), and the group's offsets it started from.
 async fn consumer(
     ctx: &UnitCtx,
     kafka: &crate::KafkaSettings,
     partitions: &[TopicPartition],
     from: &std::collections::BTreeMap<TopicPartition, i64>,
-) -> Result<(StreamConsumer, BTreeMap<TopicPartition, i64>), Failure> {
+) -> Result<(TaskConsumer, BTreeMap<TopicPartition, i64>), Failure> {
     // The group (`connect-<name>`) only receives commits for monitoring: assignment comes
     // from Raft, never from the group.
-    let config = crate::clients::for_unit(kafka, crate::clients::Role::Consumer, ctx)?;
+    let config = crate::clients::shared_consumer(kafka, ctx)?;
     let unknown: Vec<TopicPartition> = partitions
         .iter()
         .filter(|tp| !from.contains_key(*tp))
         .cloned()
         .collect();
-    let consumer: Arc<StreamConsumer> = Arc::new(
-        config
-            .create()
-            .map_err(|e| ConnectError::fatal(format!("cannot create a Kafka consumer: {e}")))?,
-    );
-    // The task's own consumer asks (it is of the group): no second client per start.
+    let mut consumer = ctx.consumers.task(&config, partitions)?;
     let group = if unknown.is_empty() {
         BTreeMap::new()
     } else {
         group_offsets(ctx, &consumer, &unknown).await?
     };
-    // The asking is over, and with it every other handle on the consumer.
-    let consumer = Arc::into_inner(consumer).ok_or_else(|| {
-        ConnectError::fatal("the consumer was still in use after reading its group's offsets")
-    })?;
-    let mut assignment = TopicPartitionList::new();
+    let mut assignment = Vec::with_capacity(partitions.len());
     for tp in partitions {
         let offset = match from.get(tp).or(group.get(tp)) {
             Some(o) => Offset::Offset(*o),
-            None => match config.get("auto.offset.reset") {
+            None => match config
+                .properties
+                .get("auto.offset.reset")
+                .map(String::as_str)
+            {
                 Some("latest" | "largest" | "end") => Offset::End,
                 Some("none" | "error") => {
                     return Err(ConnectError::fatal(format!(
@@ -541,9 +527,7 @@ async fn consumer(
                 _ => Offset::Beginning,
             },
         };
-        assignment
-            .add_partition_offset(&tp.topic, tp.partition, offset)
-            .map_err(|e| kafka_error("assign", e))?;
+        assignment.push((tp.clone(), offset));
     }
     consumer
         .assign(&assignment)
@@ -551,48 +535,27 @@ async fn consumer(
     Ok((consumer, group))
 }
 
-/// The `connect-<name>` group's committed offsets of these partitions (those Kafka Connect
-/// left, when Ferry takes a connector over), asked again while a broker is away; partitions
-/// without one are absent.
+/// The task's group's committed offsets of these partitions (those Kafka Connect left, when
+/// Ferry takes a connector over), asked again while a broker is away; partitions without one
+/// are absent.
 async fn group_offsets(
     ctx: &UnitCtx,
-    asking: &Arc<StreamConsumer>,
+    consumer: &TaskConsumer,
     partitions: &[TopicPartition],
 ) -> Result<BTreeMap<TopicPartition, i64>, Failure> {
-    let mut tpl = TopicPartitionList::new();
-    for tp in partitions {
-        tpl.add_partition(&tp.topic, tp.partition);
-    }
     let started = Instant::now();
     loop {
-        let (client, query) = (asking.clone(), tpl.clone());
-        let asked = tokio::task::spawn_blocking(move || {
-            client.committed_offsets(query, Duration::from_secs(10))
-        })
-        .await
-        .map_err(|e| ConnectError::fatal(format!("asking for the group's offsets failed: {e}")))?;
-        match asked {
-            Ok(answer) => {
-                return Ok(answer
-                    .elements()
-                    .iter()
-                    .filter_map(|e| match e.offset() {
-                        Offset::Offset(o) => {
-                            Some((TopicPartition::new(e.topic().to_string(), e.partition()), o))
-                        }
-                        _ => None,
-                    })
-                    .collect())
-            }
+        match consumer.group_offsets(partitions).await {
+            Ok(answer) => return Ok(answer),
             Err(e) if started.elapsed() < GROUP_OFFSETS_TIMEOUT => {
                 warn!(unit = %ctx.label(), error = %e, "cannot read the group's committed offsets yet; asking again");
                 tokio::time::sleep(Duration::from_secs(1)).await;
             }
             Err(e) => {
-                return Err(kafka_error(
-                    &format!("the committed offsets of group connect-{}", ctx.name),
-                    e,
-                )
+                return Err(ConnectError::retriable(format!(
+                    "the committed offsets of group {}: {e}",
+                    consumer.group()
+                ))
                 .into())
             }
         }
@@ -627,18 +590,8 @@ async fn session(
     let closing: Vec<TopicPartition> = sink.next.keys().cloned().collect();
     let closed = sink.task.close(&closing).await;
     let stopped = sink.task.stop().await;
-    // Closing a consumer of a group blocks until librdkafka has closed it: do it off the
-    // async threads, and do not wait for it forever.
-    if let Some(consumer) = sink.consumer {
-        let _ = consumer.unassign();
-        let closing = tokio::task::spawn_blocking(move || drop(consumer));
-        if tokio::time::timeout(Duration::from_secs(10), closing)
-            .await
-            .is_err()
-        {
-            warn!("the Kafka consumer did not close within 10 s");
-        }
-    }
+    // Its partitions go back to the worker's shared consumer (closed when no task is left).
+    drop(sink.consumer);
     outcome?;
     closed?;
     stopped?;

@@ -114,6 +114,8 @@ pub struct UnitCtx {
     pub epoch: tokio::sync::watch::Receiver<Option<u64>>,
     /// A task's counts on this node (a connector instance's count into nothing).
     pub metrics: crate::metrics::TaskMetrics,
+    /// The worker's shared Kafka consumers, which serve its sink tasks.
+    pub consumers: Arc<crate::consumers::Consumers>,
 }
 
 impl UnitCtx {

@@ -1,0 +1,323 @@
+//! A worker's shared Kafka consumers: one librdkafka consumer serves every sink task of the
+//! worker whose effective client config is the same (tasks with other `consumer.override.*`
+//! get their own), instead of a consumer — four threads, its own fetches — per task.
+//!
+//! Each task reads its own partitions from its own queue: the queue of its first partition,
+//! with its other partitions' queues forwarded into it. librdkafka's prefetch bound
+//! (`queued.max.messages.kbytes`) applies to that queue, so a task that stops reading — paused,
+//! backing off, seeking, slow — stops the fetching of its own partitions only, as its own
+//! consumer did. A seek moves one partition of the shared consumer; the task's group offsets
+//! are read and committed through the Admin API, under the task's own group.
+//!
+//! A partition is assigned once per consumer: a task whose partitions another task of the
+//! same config still holds (two connectors reading one topic, or a task's next run starting
+//! while its last is closing) gets another consumer. A consumer with no task left is closed.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use ferry_connect::{ConnectError, TopicPartition};
+use rdkafka::consumer::stream_consumer::StreamPartitionQueue;
+use rdkafka::consumer::{Consumer, DefaultConsumerContext, StreamConsumer};
+use rdkafka::error::KafkaResult;
+use rdkafka::message::{BorrowedMessage, Message};
+use rdkafka::{Offset, TopicPartitionList};
+use tokio::sync::oneshot;
+use tracing::{debug, info, warn};
+
+use crate::clients::SharedConsumerConfig;
+use crate::librdkafka;
+
+/// How long a group's offsets are asked for, or committed, before the call fails.
+const GROUP_CALL_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The shared consumers of one worker.
+#[derive(Default)]
+pub struct Consumers {
+    pool: Mutex<Vec<Entry>>,
+    made: AtomicU64,
+}
+
+/// A consumer of the pool and the partitions its tasks hold.
+struct Entry {
+    shared: Arc<Shared>,
+    held: Vec<TopicPartition>,
+}
+
+/// One librdkafka consumer, and the task that serves its own queue (errors of the client as a
+/// whole; no message arrives there, every assigned partition is forwarded to a task's queue).
+struct Shared {
+    id: u64,
+    properties: BTreeMap<String, String>,
+    consumer: Arc<StreamConsumer>,
+    /// Dropped with the last handle: the serving task ends and closes the consumer.
+    _closing: oneshot::Sender<()>,
+}
+
+impl Consumers {
+    /// The number of librdkafka consumers open.
+    pub fn open(&self) -> usize {
+        self.lock().len()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<Entry>> {
+        // A panic while holding the lock leaves the pool as consistent as each step left it.
+        self.pool.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// A consumer of the pool for `config` that holds none of `partitions`, with `partitions`
+    /// now held (made when there is none).
+    fn hold(
+        &self,
+        config: &SharedConsumerConfig,
+        partitions: &[TopicPartition],
+    ) -> Result<Arc<Shared>, ConnectError> {
+        let mut pool = self.lock();
+        let free = pool.iter_mut().find(|e| {
+            e.shared.properties == config.properties
+                && !e.held.iter().any(|held| partitions.contains(held))
+        });
+        if let Some(entry) = free {
+            entry.held.extend_from_slice(partitions);
+            return Ok(entry.shared.clone());
+        }
+        let consumer: StreamConsumer = config
+            .client_config()
+            .create()
+            .map_err(|e| ConnectError::fatal(format!("cannot create a Kafka consumer: {e}")))?;
+        let consumer = Arc::new(consumer);
+        let id = self.made.fetch_add(1, Ordering::Relaxed);
+        let (closing, closed) = oneshot::channel();
+        tokio::spawn(serve(id, consumer.clone(), closed));
+        let shared = Arc::new(Shared {
+            id,
+            properties: config.properties.clone(),
+            consumer,
+            _closing: closing,
+        });
+        info!(
+            consumer = id,
+            open = pool.len() + 1,
+            "opened a shared Kafka consumer"
+        );
+        pool.push(Entry {
+            shared: shared.clone(),
+            held: partitions.to_vec(),
+        });
+        Ok(shared)
+    }
+
+    /// Let `partitions` of `shared` go; a consumer that holds none is closed.
+    fn release(&self, shared: &Arc<Shared>, partitions: &[TopicPartition]) {
+        let mut pool = self.lock();
+        let Some(at) = pool.iter().position(|e| Arc::ptr_eq(&e.shared, shared)) else {
+            return;
+        };
+        pool[at].held.retain(|tp| !partitions.contains(tp));
+        if pool[at].held.is_empty() {
+            pool.swap_remove(at);
+            info!(
+                consumer = shared.id,
+                open = pool.len(),
+                "closing a shared Kafka consumer: no task uses it"
+            );
+        }
+    }
+
+    /// A consumer of `partitions` for a task of `config`, not assigned them yet (see
+    /// [`TaskConsumer::assign`]).
+    pub fn task(
+        self: &Arc<Self>,
+        config: &SharedConsumerConfig,
+        partitions: &[TopicPartition],
+    ) -> Result<TaskConsumer, ConnectError> {
+        let Some(first) = partitions.first().cloned() else {
+            return Err(ConnectError::fatal("a task's consumer needs a partition"));
+        };
+        let shared = self.hold(config, partitions)?;
+        // From here the partitions are let go again if anything fails (`Drop`).
+        let mut task = TaskConsumer {
+            pool: self.clone(),
+            shared: shared.clone(),
+            queue: None,
+            partitions: partitions.to_vec(),
+            group: config.group.clone(),
+            committing: Arc::new(AtomicBool::new(false)),
+            assigned: false,
+        };
+        let queue = shared
+            .consumer
+            .split_partition_queue(&first.topic, first.partition)
+            .ok_or_else(|| ConnectError::fatal(format!("{first}: no queue of its own")))?;
+        task.queue = Some(queue);
+        // Forwarded before they are assigned: none of their messages reach another queue.
+        for tp in &partitions[1..] {
+            librdkafka::forward(shared.consumer.client(), tp, Some(&first))
+                .map_err(|e| ConnectError::fatal(format!("consumer queue of {tp}: {e}")))?;
+        }
+        Ok(task)
+    }
+}
+
+/// Serve the consumer's own queue until the consumer's last handle is gone, then close it off
+/// the async threads (closing a consumer of a group blocks until librdkafka has closed it).
+async fn serve(id: u64, consumer: Arc<StreamConsumer>, mut closed: oneshot::Receiver<()>) {
+    loop {
+        tokio::select! {
+            _ = &mut closed => break,
+            event = consumer.recv() => match event {
+                Ok(m) => warn!(consumer = id, topic = m.topic(), partition = m.partition(), offset = m.offset(), "a message reached a shared consumer's own queue; its task reads it again from its committed offset"),
+                Err(e) => warn!(consumer = id, error = %e, "the Kafka consumer reports an error; it retries by itself"),
+            },
+        }
+    }
+    let closing = tokio::task::spawn_blocking(move || drop(consumer));
+    if tokio::time::timeout(Duration::from_secs(10), closing)
+        .await
+        .is_err()
+    {
+        warn!(
+            consumer = id,
+            "a shared Kafka consumer did not close within 10 s"
+        );
+    }
+}
+
+/// A sink task's partitions on a shared consumer, read from one queue.
+pub struct TaskConsumer {
+    pool: Arc<Consumers>,
+    shared: Arc<Shared>,
+    /// `None` only while it is made.
+    queue: Option<StreamPartitionQueue<DefaultConsumerContext>>,
+    partitions: Vec<TopicPartition>,
+    group: String,
+    /// A group commit is under way (the next waits for the one after it).
+    committing: Arc<AtomicBool>,
+    assigned: bool,
+}
+
+impl TaskConsumer {
+    /// Whether a message is of this task's partitions.
+    fn owns(&self, m: &BorrowedMessage<'_>) -> bool {
+        self.partitions
+            .iter()
+            .any(|tp| tp.partition == m.partition() && tp.topic == m.topic())
+    }
+
+    /// The next message of the task's partitions, waiting for one.
+    pub async fn recv(&self) -> KafkaResult<BorrowedMessage<'_>> {
+        let Some(queue) = &self.queue else {
+            return std::future::pending().await;
+        };
+        loop {
+            let m = queue.recv().await?;
+            if self.owns(&m) {
+                return Ok(m);
+            }
+            // A message of a partition another task held before on this consumer, from
+            // before that task let it go: librdkafka delivers no message fetched before an
+            // unassign, so this is never expected; its owner reads it from its offsets.
+            warn!(consumer = self.shared.id, topic = m.topic(), partition = m.partition(), offset = m.offset(), "a message of another task's partition on this task's queue; not this task's to take");
+        }
+    }
+
+    /// Consume `tp` again from `offset`.
+    pub fn seek(&self, tp: &TopicPartition, offset: i64) -> KafkaResult<()> {
+        self.shared.consumer.seek(
+            &tp.topic,
+            tp.partition,
+            Offset::Offset(offset),
+            Duration::from_secs(10),
+        )
+    }
+
+    /// Commit `offsets` to the task's group through the Admin API, without waiting; a commit
+    /// still under way is not followed by another (the next flush commits the later offsets).
+    pub fn commit_group(&self, offsets: &HashMap<TopicPartition, i64>) {
+        if self.committing.swap(true, Ordering::AcqRel) {
+            debug!(group = %self.group, "the last group commit is still under way; this one is left to the next flush");
+            return;
+        }
+        let (consumer, group, offsets, committing) = (
+            self.shared.consumer.clone(),
+            self.group.clone(),
+            offsets.clone(),
+            self.committing.clone(),
+        );
+        tokio::task::spawn_blocking(move || {
+            if let Err(e) =
+                librdkafka::alter(consumer.client(), &group, &offsets, GROUP_CALL_TIMEOUT)
+            {
+                debug!(error = %e, "consumer-group commit failed (Raft has the offsets)");
+            }
+            committing.store(false, Ordering::Release);
+        });
+    }
+
+    /// The offsets the task's group has committed for `partitions` (those without one are
+    /// absent).
+    pub async fn group_offsets(
+        &self,
+        partitions: &[TopicPartition],
+    ) -> Result<BTreeMap<TopicPartition, i64>, librdkafka::LibError> {
+        let (consumer, group, partitions) = (
+            self.shared.consumer.clone(),
+            self.group.clone(),
+            partitions.to_vec(),
+        );
+        tokio::task::spawn_blocking(move || {
+            librdkafka::list(consumer.client(), &group, &partitions, GROUP_CALL_TIMEOUT)
+        })
+        .await
+        .unwrap_or_else(|e| {
+            Err(librdkafka::LibError::new(format!(
+                "the call did not finish: {e}"
+            )))
+        })
+    }
+
+    /// The task's group (`connect-<name>`, or as the connector overrides it).
+    pub fn group(&self) -> &str {
+        &self.group
+    }
+
+    /// Assign the task's partitions, each from its offset.
+    pub fn assign(&mut self, from: &[(TopicPartition, Offset)]) -> KafkaResult<()> {
+        let mut assignment = TopicPartitionList::new();
+        for (tp, offset) in from {
+            assignment.add_partition_offset(&tp.topic, tp.partition, *offset)?;
+        }
+        self.shared.consumer.incremental_assign(&assignment)?;
+        self.assigned = true;
+        debug!(
+            consumer = self.shared.id,
+            partitions = from.len(),
+            "task's partitions assigned on a shared consumer"
+        );
+        Ok(())
+    }
+}
+
+impl Drop for TaskConsumer {
+    fn drop(&mut self) {
+        let client = self.shared.consumer.clone();
+        if self.assigned {
+            let mut tpl = TopicPartitionList::new();
+            for tp in &self.partitions {
+                tpl.add_partition(&tp.topic, tp.partition);
+            }
+            if let Err(e) = client.incremental_unassign(&tpl) {
+                warn!(consumer = self.shared.id, error = %e, "cannot unassign a task's partitions from the shared consumer");
+            }
+        }
+        for tp in self.partitions.iter().skip(1) {
+            if let Err(e) = librdkafka::forward(client.client(), tp, None) {
+                debug!(error = %e, partition = %tp, "cannot stop forwarding a partition's queue");
+            }
+        }
+        self.queue = None;
+        self.pool.release(&self.shared, &self.partitions);
+    }
+}
