@@ -1,16 +1,25 @@
 //! Kafka-side semantics on a real broker: a connector's `consumer.override.*` and
 //! `producer.override.*` reach its clients (a Java-only property is named in the log as not
 //! used, a bad value fails the task naming the property), and the `connect-<name>` group's
-//! committed offsets and lag read by Kafka's own `kafka-consumer-groups --describe`.
+//! committed offsets and lag read by Kafka's own `kafka-consumer-groups --describe`; a worker's
+//! shared consumer serving tasks that stall, seek and commit each on their own.
 
 use std::collections::BTreeSet;
+use std::sync::Arc;
 use std::time::Duration;
+
+use ferry_connect::TopicPartition;
+use ferry_worker::clients;
+use ferry_worker::consumers::{Consumers, TaskConsumer};
+use ferry_worker::KafkaSettings;
 
 use ferry_tests::brokers::{describe_group, describe_topic};
 use ferry_tests::pipeline::{create, create_source_with, started, task_workers, write_input};
 use ferry_tests::{say, wait_for, Cluster, Kafka, Settings};
 use rdkafka::config::ClientConfig;
+use rdkafka::message::Message;
 use rdkafka::producer::{BaseRecord, DefaultProducerContext, Producer, ThreadedProducer};
+use rdkafka::Offset;
 
 const FLOW: Duration = Duration::from_secs(90);
 
@@ -271,4 +280,154 @@ fn sasl_scram_credentials_in_the_workers_kafka_properties_reach_every_client() {
         .to_string();
     assert!(!status.contains(PASSWORD));
     say("CLIENTS: SASL/SCRAM from [kafka] properties: 300 lines through the SASL listener, the password in no log");
+}
+
+/// Records of 1 KiB into one partition of `topic`, acknowledged.
+fn produce_to(kafka: &Kafka, topic: &str, partition: i32, count: usize) {
+    let producer: ThreadedProducer<DefaultProducerContext> = ClientConfig::new()
+        .set("bootstrap.servers", &kafka.bootstrap)
+        .set("acks", "all")
+        .create()
+        .expect("a producer");
+    let value = vec![b'x'; 1024];
+    for _ in 0..count {
+        producer
+            .send(
+                BaseRecord::<(), _>::to(topic)
+                    .partition(partition)
+                    .payload(&value),
+            )
+            .expect("queue a record");
+    }
+    producer
+        .flush(Duration::from_secs(30))
+        .expect("every record acknowledged");
+}
+
+/// The offsets of the next `count` messages a task's consumer delivers, each of `partition`.
+async fn read(consumer: &TaskConsumer, partition: i32, count: usize) -> Vec<i64> {
+    let mut offsets = Vec::with_capacity(count);
+    while offsets.len() < count {
+        let m = tokio::time::timeout(FLOW, consumer.recv())
+            .await
+            .unwrap_or_else(|_| {
+                panic!("message {} of partition {partition} in time", offsets.len())
+            })
+            .expect("a message");
+        assert_eq!(m.partition(), partition, "only the task's own partition");
+        offsets.push(m.offset());
+    }
+    offsets
+}
+
+/// One worker's shared consumer serving two tasks of two connectors: a task that stops
+/// reading (paused, or backing off from a failed `put`: either way its loop takes no record)
+/// and seeks back does not stall the other, each task's prefetch is bounded on its own, and
+/// each task's offsets go to its own group through the Admin API.
+#[test]
+fn one_tasks_pause_backoff_or_seek_on_a_shared_consumer_never_stalls_another() {
+    let kafka = Kafka::start(&[("shared", 2)]);
+    for partition in 0..2 {
+        produce_to(&kafka, "shared", partition, SHARED_RECORDS);
+    }
+    let runtime = tokio::runtime::Runtime::new().expect("a runtime");
+    runtime.block_on(two_tasks_on_a_shared_consumer(&kafka));
+    say("SHARED CONSUMER: one task stalled and sought back while another read its 3,000 records; groups committed through the Admin API");
+}
+
+/// Records in each partition of `shared`.
+const SHARED_RECORDS: usize = 3_000;
+
+async fn two_tasks_on_a_shared_consumer(kafka: &Kafka) {
+    const RECORDS: usize = SHARED_RECORDS;
+    let worker = KafkaSettings {
+        bootstrap_servers: kafka.bootstrap.clone(),
+        // A prefetch bound of 256 KiB per task queue: a task that stops reading fills its own
+        // queue with about a twelfth of its records, and the fetching of its partition stops.
+        properties: [("consumer.queued.max.messages.kbytes", "256")]
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect(),
+    };
+    let config = |name: &str| {
+        clients::shared_consumer_of(&worker, &Default::default(), name, Some(0)).expect("config")
+    };
+    let p = |partition| TopicPartition::new("shared", partition);
+    let pool = Arc::new(Consumers::default());
+    let mut stalled = pool
+        .task(&config("stalled"), &[p(0)])
+        .expect("a task consumer");
+    let mut flowing = pool
+        .task(&config("flowing"), &[p(1)])
+        .expect("a task consumer");
+    assert_eq!(pool.open(), 1, "both tasks on one consumer");
+    stalled
+        .assign(&[(p(0), Offset::Offset(0))])
+        .expect("assign p0");
+    flowing
+        .assign(&[(p(1), Offset::Offset(0))])
+        .expect("assign p1");
+
+    // One task takes a record and then none: the other reads everything, and its partition's
+    // fetching goes on while the first's queue is full.
+    assert_eq!(read(&stalled, 0, 1).await, [0]);
+    let first = read(&flowing, 1, RECORDS / 2).await;
+    // The stalled task seeks back to the start; the other goes on where it was.
+    stalled.seek(&p(0), 0).expect("seek p0");
+    let rest = read(&flowing, 1, RECORDS - RECORDS / 2).await;
+    let flowed: Vec<i64> = first.into_iter().chain(rest).collect();
+    assert_eq!(
+        flowed,
+        (0..RECORDS as i64).collect::<Vec<_>>(),
+        "every record of the flowing task's partition, once, in order, while the other took none"
+    );
+    // The stalled task reads from where it sought, without a gap or a repeat.
+    assert_eq!(
+        read(&stalled, 0, RECORDS).await,
+        (0..RECORDS as i64).collect::<Vec<_>>(),
+        "after its seek, the stalled task's partition from offset 0"
+    );
+
+    // A task of another connector on a partition the pool already serves gets a consumer of
+    // its own: a partition is assigned once per consumer.
+    let mut again = pool
+        .task(&config("again"), &[p(0)])
+        .expect("a task consumer");
+    assert_eq!(pool.open(), 2, "a second consumer for a partition held");
+    again
+        .assign(&[(p(0), Offset::Offset(RECORDS as i64 - 1))])
+        .expect("assign");
+    assert_eq!(read(&again, 0, 1).await, [RECORDS as i64 - 1]);
+
+    // Group offsets, per task's group, through the Admin API.
+    stalled.commit_group(&[(p(0), RECORDS as i64)].into_iter().collect());
+    flowing.commit_group(&[(p(1), 1_234)].into_iter().collect());
+    for (group, partition, offset) in [
+        ("connect-stalled", 0, RECORDS as i64),
+        ("connect-flowing", 1, 1_234),
+    ] {
+        let bootstrap = kafka.bootstrap.clone();
+        let shown = tokio::task::spawn_blocking(move || {
+            wait_for(&format!("{group}'s committed offset"), FLOW, || {
+                describe_group(&bootstrap, group)
+                    .into_iter()
+                    .find(|g| g.partition == partition && g.committed == Some(offset))
+            })
+        })
+        .await
+        .expect("describe the group");
+        assert_eq!(shown.topic, "shared");
+    }
+    let read_back = again.group_offsets(&[p(0), p(1)]).await.expect("list");
+    assert!(
+        read_back.is_empty(),
+        "connect-again committed nothing: {read_back:?}"
+    );
+    let read_back = stalled.group_offsets(&[p(0), p(1)]).await.expect("list");
+    assert_eq!(read_back, [(p(0), RECORDS as i64)].into_iter().collect());
+
+    drop((stalled, flowing));
+    assert_eq!(pool.open(), 1, "the consumer no task uses is closed");
+    drop(again);
+    assert_eq!(pool.open(), 0);
 }

@@ -343,7 +343,9 @@ pub fn shared_consumer(
     shared_consumer_of(kafka, &ctx.connector_config, &ctx.name, ctx.task)
 }
 
-fn shared_consumer_of(
+/// [`SharedConsumerConfig`] of task `task` of connector `name`, its connector config
+/// `connector`.
+pub fn shared_consumer_of(
     kafka: &KafkaSettings,
     connector: &BTreeMap<String, String>,
     name: &str,
