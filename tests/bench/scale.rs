@@ -8,6 +8,10 @@
 //! written to `target/bench/scale.json`.
 //!
 //! `FERRY_SCALE_CONNECTORS`, `FERRY_SCALE_TASKS` and `FERRY_SCALE_PARTITIONS` choose the size;
+//! `FERRY_SCALE_TOPICS` spreads the connectors over that many topics of that many partitions
+//! each (one topic by default: every connector reads every partition of it, so that a worker
+//! needs a Kafka consumer per connector that holds a partition of it — a partition is assigned
+//! once per consumer; with a topic per connector, a worker's tasks share one consumer);
 //! `FERRY_SCALE_PARTITIONS=0` subscribes the connectors to a pattern no topic matches, so that
 //! no task opens a Kafka client: the control plane's own cost.
 
@@ -22,7 +26,6 @@ use serde_json::{json, Value};
 use crate::sink::rss_mib;
 use crate::versus::cpu_seconds;
 
-const TOPIC: &str = "scale-idle";
 /// How long any one phase may take before the run is given up.
 const LIMIT: Duration = Duration::from_secs(900);
 /// The idle cluster's CPU is read over this window, once every task runs.
@@ -126,16 +129,23 @@ pub fn run() -> anyhow::Result<()> {
     let connectors = setting("FERRY_SCALE_CONNECTORS", 1000);
     let tasks = setting("FERRY_SCALE_TASKS", 10);
     let partitions = setting("FERRY_SCALE_PARTITIONS", tasks);
+    let topics = setting("FERRY_SCALE_TOPICS", 1).max(1);
     let all_tasks = connectors * tasks;
     println!(
-        "# Ferry's control plane at scale: {connectors} FileStreamSink connectors × {tasks} tasks on an idle topic of {partitions} partitions, 3 nodes"
+        "# Ferry's control plane at scale: {connectors} FileStreamSink connectors × {tasks} tasks on {topics} idle topic(s) of {partitions} partitions, 3 nodes"
+    );
+    let topic_names: Vec<String> = (0..topics).map(|t| format!("scale-idle-{t:05}")).collect();
+    let kafka = Kafka::start(
+        &topic_names
+            .iter()
+            .map(|t| (t.as_str(), partitions.max(1) as i32))
+            .collect::<Vec<_>>(),
     );
     // With no partitions, the connectors subscribe to a pattern no topic matches: no task
     // owns a partition, so no task opens a Kafka client — the control plane alone.
-    let kafka = Kafka::start(&[(TOPIC, partitions.max(1) as i32)]);
-    let subscription = match partitions {
-        0 => ("topics.regex", "scale-none-.*"),
-        _ => ("topics", TOPIC),
+    let subscription = |i: usize| match partitions {
+        0 => ("topics.regex", "scale-none-.*".to_string()),
+        _ => ("topics", topic_names[i % topics].clone()),
     };
     let settings = Settings {
         ferryd_timing: true,
@@ -147,6 +157,7 @@ pub fn run() -> anyhow::Result<()> {
     let (mut cluster, _) = started(3, &kafka, settings);
     let dir = tempfile::tempdir()?;
     let names: Vec<String> = (0..connectors).map(|i| format!("scale-{i:05}")).collect();
+    let subscription = &subscription;
 
     let created = Instant::now();
     std::thread::scope(|scope| {
@@ -154,13 +165,14 @@ pub fn run() -> anyhow::Result<()> {
             let (cluster, names, dir) = (&cluster, &names, dir.path());
             scope.spawn(move || {
                 let node = cluster.node(1 + (client as u64 % 3));
-                for name in names.iter().skip(client).step_by(CLIENTS) {
+                for (i, name) in names.iter().enumerate().skip(client).step_by(CLIENTS) {
                     let mut config = json!({
                         "connector.class": "org.apache.kafka.connect.file.FileStreamSinkConnector",
                         "tasks.max": tasks.to_string(),
                         "file": dir.join(format!("{name}.out")).to_string_lossy(),
                     });
-                    config[subscription.0] = json!(subscription.1);
+                    let (key, value) = subscription(i);
+                    config[key] = json!(value);
                     let body = json!({"name": name, "config": config});
                     let answer = rest::call(&node.rest, "POST", "/connectors", Body::Json(&body));
                     let status = answer.as_ref().map_or(0, |a| a.status);
@@ -244,6 +256,7 @@ pub fn run() -> anyhow::Result<()> {
         "connectors": connectors,
         "tasks_per_connector": tasks,
         "partitions": partitions,
+        "topics": topics,
         "create_s": create_s,
         "all_running_s": running_s,
         "idle_window_s": seconds,
