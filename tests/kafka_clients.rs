@@ -323,7 +323,7 @@ async fn read(consumer: &TaskConsumer, partition: i32, count: usize) -> Vec<i64>
 /// One worker's shared consumer serving two tasks of two connectors: a task that stops
 /// reading (paused, or backing off from a failed `put`: either way its loop takes no record)
 /// and seeks back does not stall the other, each task's prefetch is bounded on its own, and
-/// each task's offsets go to its own group through the Admin API.
+/// each task's offsets go to its own group.
 #[test]
 fn one_tasks_pause_backoff_or_seek_on_a_shared_consumer_never_stalls_another() {
     let kafka = Kafka::start(&[("shared", 2)]);
@@ -332,7 +332,7 @@ fn one_tasks_pause_backoff_or_seek_on_a_shared_consumer_never_stalls_another() {
     }
     let runtime = tokio::runtime::Runtime::new().expect("a runtime");
     runtime.block_on(two_tasks_on_a_shared_consumer(&kafka));
-    say("SHARED CONSUMER: one task stalled and sought back while another read its 3,000 records; groups committed through the Admin API");
+    say("SHARED CONSUMER: one task stalled and sought back while another read its 3,000 records; each task's group committed on its own");
 }
 
 /// Records in each partition of `shared`.
@@ -399,9 +399,14 @@ async fn two_tasks_on_a_shared_consumer(kafka: &Kafka) {
         .expect("assign");
     assert_eq!(read(&again, 0, 1).await, [RECORDS as i64 - 1]);
 
-    // Group offsets, per task's group, through the Admin API.
-    stalled.commit_group(&[(p(0), RECORDS as i64)].into_iter().collect());
-    flowing.commit_group(&[(p(1), 1_234)].into_iter().collect());
+    // Group offsets, per task's group, through its connector's group client.
+    assert_eq!(pool.group_clients(), 3, "a group client per connector");
+    stalled
+        .commit_group(&[(p(0), RECORDS as i64)].into_iter().collect())
+        .expect("commit");
+    flowing
+        .commit_group(&[(p(1), 1_234)].into_iter().collect())
+        .expect("commit");
     for (group, partition, offset) in [
         ("connect-stalled", 0, RECORDS as i64),
         ("connect-flowing", 1, 1_234),
@@ -428,6 +433,11 @@ async fn two_tasks_on_a_shared_consumer(kafka: &Kafka) {
 
     drop((stalled, flowing));
     assert_eq!(pool.open(), 1, "the consumer no task uses is closed");
+    assert_eq!(
+        pool.group_clients(),
+        1,
+        "and the group clients of connectors with no task"
+    );
     drop(again);
-    assert_eq!(pool.open(), 0);
+    assert_eq!((pool.open(), pool.group_clients()), (0, 0));
 }

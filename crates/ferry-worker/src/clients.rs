@@ -321,10 +321,10 @@ pub struct SharedConsumerConfig {
 }
 
 impl SharedConsumerConfig {
-    /// The librdkafka config of a shared consumer first made for a task of `group`. librdkafka
-    /// assigns partitions only to a consumer with a `group.id`; the consumer never joins it
-    /// (partitions are assigned, not subscribed) nor commits to it (offsets go through the
-    /// Admin API, per task's group).
+    /// The librdkafka config of a consumer of `group`: a shared consumer first made for a task
+    /// of that group (librdkafka assigns partitions only to a consumer with a `group.id`; it
+    /// never joins the group — partitions are assigned, not subscribed — nor commits to it), or
+    /// the group client that reads and commits the group's offsets.
     pub fn client_config(&self) -> ClientConfig {
         let mut config = ClientConfig::new();
         for (key, value) in &self.properties {

@@ -81,8 +81,7 @@ impl SinkConsumer for TaskConsumer {
     }
 
     fn commit_group(&self, offsets: &HashMap<TopicPartition, i64>) -> KafkaResult<()> {
-        TaskConsumer::commit_group(self, offsets);
-        Ok(())
+        TaskConsumer::commit_group(self, offsets)
     }
 }
 
