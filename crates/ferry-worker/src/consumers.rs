@@ -47,8 +47,11 @@ pub struct Consumers {
     pool: Mutex<Vec<Entry>>,
     made: AtomicU64,
     /// Each connector's group client on this worker, while a task of it holds partitions.
-    groups: Mutex<HashMap<(String, BTreeMap<String, String>), Weak<GroupClient>>>,
+    groups: Mutex<HashMap<GroupKey, Weak<GroupClient>>>,
 }
+
+/// A group client's group and client properties.
+type GroupKey = (String, BTreeMap<String, String>);
 
 /// A consumer of one group that is assigned nothing: it reads and commits the group's offsets.
 struct GroupClient {
