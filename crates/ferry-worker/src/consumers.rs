@@ -10,7 +10,9 @@
 //!
 //! A task's group offsets (`connect-<name>`: read when Raft has none, committed for
 //! monitoring) go through a group client of its connector on this worker — a consumer of that
-//! group that is assigned nothing and fetches nothing — shared by the connector's tasks here.
+//! group that is assigned nothing and fetches nothing — shared by the connector's tasks here,
+//! and closed once unused for twice the offset flush interval (a connector whose offsets do
+//! not move keeps no client).
 //! (librdkafka's Admin API calls for a group's offsets, which would spare that client, abort
 //! the process on a race of their request timeout under load: measured with 3,300 tasks
 //! starting at once.)
@@ -20,9 +22,9 @@
 //! while its last is closing) gets another consumer. A consumer with no task left is closed.
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, Weak};
-use std::time::Duration;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use ferry_connect::{ConnectError, TopicPartition};
 use rdkafka::consumer::stream_consumer::StreamPartitionQueue;
@@ -42,12 +44,15 @@ use crate::librdkafka;
 const GROUP_CALL_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// The shared consumers of one worker.
-#[derive(Default)]
 pub struct Consumers {
     pool: Mutex<Vec<Entry>>,
     made: AtomicU64,
-    /// Each connector's group client on this worker, while a task of it holds partitions.
-    groups: Mutex<HashMap<GroupKey, Weak<GroupClient>>>,
+    /// Each connector's group client on this worker, and when it was last used.
+    groups: Mutex<HashMap<GroupKey, (Arc<GroupClient>, Instant)>>,
+    /// A group client unused for longer is closed.
+    group_idle: Duration,
+    /// Whether the task that closes idle group clients runs.
+    sweeping: AtomicBool,
 }
 
 /// A group client's group and client properties.
@@ -98,6 +103,17 @@ struct Shared {
 }
 
 impl Consumers {
+    /// A worker's consumers, closing a group client unused for `group_idle`.
+    pub fn new(group_idle: Duration) -> Self {
+        Consumers {
+            pool: Mutex::default(),
+            made: AtomicU64::new(0),
+            groups: Mutex::default(),
+            group_idle,
+            sweeping: AtomicBool::new(false),
+        }
+    }
+
     /// The number of librdkafka consumers open.
     pub fn open(&self) -> usize {
         self.lock().len()
@@ -167,32 +183,69 @@ impl Consumers {
         }
     }
 
-    /// The group client of `config`'s group, made when there is none.
-    fn group(&self, config: &SharedConsumerConfig) -> Result<Arc<GroupClient>, ConnectError> {
-        let mut groups = self.groups.lock().unwrap_or_else(|p| p.into_inner());
-        groups.retain(|_, client| client.strong_count() > 0);
-        let key = (config.group.clone(), config.properties.clone());
-        if let Some(client) = groups.get(&key).and_then(Weak::upgrade) {
-            return Ok(client);
+    fn groups(&self) -> std::sync::MutexGuard<'_, HashMap<GroupKey, (Arc<GroupClient>, Instant)>> {
+        self.groups.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The group client of `key`, made when there is none.
+    fn group(&self, key: &GroupKey) -> KafkaResult<Arc<GroupClient>> {
+        let mut groups = self.groups();
+        if let Some((client, used)) = groups.get_mut(key) {
+            *used = Instant::now();
+            return Ok(client.clone());
         }
-        let consumer: BaseConsumer = config.client_config().create().map_err(|e| {
-            ConnectError::fatal(format!(
-                "cannot create a Kafka client of group {}: {e}",
-                config.group
-            ))
-        })?;
+        let (group, properties) = key;
+        let config = SharedConsumerConfig {
+            properties: properties.clone(),
+            group: group.clone(),
+        };
         let client = Arc::new(GroupClient {
-            group: config.group.clone(),
-            consumer: Some(consumer),
+            group: group.clone(),
+            consumer: Some(config.client_config().create()?),
         });
-        groups.insert(key, Arc::downgrade(&client));
+        groups.insert(key.clone(), (client.clone(), Instant::now()));
         Ok(client)
+    }
+
+    /// Close the group clients unused for the idle time and not in use now; how many are left.
+    pub fn close_idle_groups(&self) -> usize {
+        let mut groups = self.groups();
+        let before = groups.len();
+        groups.retain(|_, (client, used)| {
+            Arc::strong_count(client) > 1 || used.elapsed() < self.group_idle
+        });
+        if groups.len() < before {
+            debug!(
+                closed = before - groups.len(),
+                open = groups.len(),
+                "closed idle group clients"
+            );
+        }
+        groups.len()
     }
 
     /// The number of group clients open.
     pub fn group_clients(&self) -> usize {
-        let groups = self.groups.lock().unwrap_or_else(|p| p.into_inner());
-        groups.values().filter(|c| c.strong_count() > 0).count()
+        self.groups().len()
+    }
+
+    /// Close idle group clients every half idle time, while the pool is in use.
+    fn sweep(self: &Arc<Self>) {
+        if self.sweeping.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        let pool = Arc::downgrade(self);
+        let every = (self.group_idle / 2).max(Duration::from_secs(1));
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(every);
+            loop {
+                tick.tick().await;
+                match pool.upgrade() {
+                    Some(pool) => pool.close_idle_groups(),
+                    None => return,
+                };
+            }
+        });
     }
 
     /// A consumer of `partitions` for a task of `config`, not assigned them yet (see
@@ -205,7 +258,7 @@ impl Consumers {
         let Some(first) = partitions.first().cloned() else {
             return Err(ConnectError::fatal("a task's consumer needs a partition"));
         };
-        let group = self.group(config)?;
+        self.sweep();
         let shared = self.hold(config, partitions)?;
         // From here the partitions are let go again if anything fails (`Drop`).
         let mut task = TaskConsumer {
@@ -213,7 +266,7 @@ impl Consumers {
             shared: shared.clone(),
             queue: None,
             partitions: partitions.to_vec(),
-            group,
+            group: (config.group.clone(), config.properties.clone()),
             assigned: false,
         };
         let queue = shared
@@ -261,8 +314,8 @@ pub struct TaskConsumer {
     /// `None` only while it is made.
     queue: Option<StreamPartitionQueue<DefaultConsumerContext>>,
     partitions: Vec<TopicPartition>,
-    /// Its connector's group client on this worker.
-    group: Arc<GroupClient>,
+    /// Its group client's key: its group and client properties.
+    group: GroupKey,
     assigned: bool,
 }
 
@@ -303,12 +356,13 @@ impl TaskConsumer {
 
     /// Commit `offsets` to the task's group, without waiting.
     pub fn commit_group(&self, offsets: &HashMap<TopicPartition, i64>) -> KafkaResult<()> {
-        let consumer = self.group.consumer();
+        let client = self.pool.group(&self.group)?;
+        let consumer = client.consumer();
         // Serve what earlier commits left on the client's queue (their results); it fetches
         // nothing, so no message is ever there.
         while let Some(event) = consumer.poll(Duration::ZERO) {
             if let Err(e) = event {
-                debug!(group = %self.group.group, error = %e, "the group client reports an error");
+                debug!(group = %client.group, error = %e, "the group client reports an error");
             }
         }
         let mut tpl = TopicPartitionList::new();
@@ -328,7 +382,7 @@ impl TaskConsumer {
         for tp in partitions {
             tpl.add_partition(&tp.topic, tp.partition);
         }
-        let group = self.group.clone();
+        let group = self.pool.group(&self.group)?;
         let asked = tokio::task::spawn_blocking(move || {
             group.consumer().committed_offsets(tpl, GROUP_CALL_TIMEOUT)
         })
@@ -349,7 +403,7 @@ impl TaskConsumer {
 
     /// The task's group (`connect-<name>`, or as the connector overrides it).
     pub fn group(&self) -> &str {
-        &self.group.group
+        &self.group.0
     }
 
     /// Assign the task's partitions, each from its offset.

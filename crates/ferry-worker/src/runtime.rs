@@ -152,13 +152,17 @@ impl Runtime {
         lease: Arc<crate::lease::Lease>,
         metrics: Arc<WorkerMetrics>,
     ) -> Self {
+        // A group client is used at least once per flush while its connector's offsets move.
+        let consumers = Arc::new(crate::consumers::Consumers::new(
+            settings.offset_flush_interval * 2,
+        ));
         Runtime {
             node,
             plugins,
             settings: Arc::new(settings),
             lease,
             metrics,
-            consumers: Arc::default(),
+            consumers,
             running: BTreeMap::new(),
             stopping: BTreeMap::new(),
             releasing: BTreeMap::new(),
