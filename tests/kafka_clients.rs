@@ -353,8 +353,8 @@ async fn two_tasks_on_a_shared_consumer(kafka: &Kafka) {
         clients::shared_consumer_of(&worker, &Default::default(), name, Some(0)).expect("config")
     };
     let p = |partition| TopicPartition::new("shared", partition);
-    // Group clients are closed as soon as they are idle and not in use.
-    let pool = Arc::new(Consumers::new(Duration::ZERO));
+    // Group clients are closed once unused for a second.
+    let pool = Arc::new(Consumers::new(Duration::from_secs(1)));
     let mut stalled = pool
         .task(&config("stalled"), &[p(0)])
         .expect("a task consumer");
@@ -435,5 +435,12 @@ async fn two_tasks_on_a_shared_consumer(kafka: &Kafka) {
     assert_eq!(pool.open(), 1, "the consumer no task uses is closed");
     drop(again);
     assert_eq!(pool.open(), 0);
-    assert_eq!(pool.close_idle_groups(), 0, "idle group clients are closed");
+    let start = std::time::Instant::now();
+    while pool.group_clients() > 0 {
+        assert!(
+            start.elapsed() < FLOW,
+            "idle group clients closed by the pool"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
 }
