@@ -12,7 +12,9 @@
 //! monitoring) go through a group client of its connector on this worker — a consumer of that
 //! group that is assigned nothing and fetches nothing — shared by the connector's tasks here,
 //! and closed once unused for twice the offset flush interval (a connector whose offsets do
-//! not move keeps no client).
+//! not move keeps no client). A group the cluster does not list has no offsets to read: a task
+//! asks the cluster's group list first (one list serves every task that asked while the last
+//! one was under way), and a new connector's tasks make no group client to start.
 //! (librdkafka's Admin API calls for a group's offsets, which would spare that client, abort
 //! the process on a race of their request timeout under load: measured with 3,300 tasks
 //! starting at once.)
@@ -21,7 +23,7 @@
 //! same config still holds (two connectors reading one topic, or a task's next run starting
 //! while its last is closing) gets another consumer. A consumer with no task left is closed.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -53,6 +55,9 @@ pub struct Consumers {
     group_idle: Duration,
     /// Whether the task that closes idle group clients runs.
     sweeping: AtomicBool,
+    /// The groups the cluster listed last, and when that list was asked for; held while a
+    /// list is under way.
+    listed: tokio::sync::Mutex<Option<(Instant, Arc<HashSet<String>>)>>,
 }
 
 /// A group client's group and client properties.
@@ -111,6 +116,7 @@ impl Consumers {
             groups: Mutex::default(),
             group_idle,
             sweeping: AtomicBool::new(false),
+            listed: tokio::sync::Mutex::default(),
         }
     }
 
@@ -224,9 +230,43 @@ impl Consumers {
         groups.len()
     }
 
-    /// The number of group clients open.
-    pub fn group_clients(&self) -> usize {
-        self.groups().len()
+    /// The groups whose clients are open.
+    pub fn group_clients(&self) -> Vec<String> {
+        self.groups()
+            .keys()
+            .map(|(group, _)| group.clone())
+            .collect()
+    }
+
+    /// The names of the cluster's consumer groups (those with members and those with only
+    /// committed offsets), from a list asked for after this call began: a caller never gets a
+    /// list older than its question, and the callers waiting while one list is under way share
+    /// the next. librdkafka asks every broker the client knows from its metadata; a broker
+    /// that does not answer fails the list.
+    async fn listed_groups(
+        &self,
+        client: &Arc<StreamConsumer>,
+    ) -> KafkaResult<Arc<HashSet<String>>> {
+        let asked = Instant::now();
+        let mut last = self.listed.lock().await;
+        if let Some((listed, groups)) = last.as_ref() {
+            if *listed > asked {
+                return Ok(groups.clone());
+            }
+        }
+        let listed = Instant::now();
+        let client = client.clone();
+        let groups = tokio::task::spawn_blocking(move || {
+            let list = client.fetch_group_list(None, GROUP_CALL_TIMEOUT)?;
+            let names: HashSet<String> =
+                list.groups().iter().map(|g| g.name().to_string()).collect();
+            Ok(Arc::new(names))
+        })
+        .await
+        .map_err(|_| KafkaError::Canceled)
+        .and_then(|answer| answer)?;
+        *last = Some((listed, groups.clone()));
+        Ok(groups)
     }
 
     /// Close idle group clients every half idle time, while the pool is in use.
@@ -373,11 +413,18 @@ impl TaskConsumer {
     }
 
     /// The offsets the task's group has committed for `partitions` (those without one are
-    /// absent).
+    /// absent). A group the cluster does not list has none, and is not asked.
     pub async fn group_offsets(
         &self,
         partitions: &[TopicPartition],
     ) -> KafkaResult<BTreeMap<TopicPartition, i64>> {
+        match self.pool.listed_groups(&self.shared.consumer).await {
+            Ok(groups) if !groups.contains(&self.group.0) => return Ok(BTreeMap::new()),
+            Ok(_) => {}
+            Err(e) => {
+                debug!(group = %self.group.0, error = %e, "cannot list the cluster's groups; asking the group")
+            }
+        }
         let mut tpl = TopicPartitionList::new();
         for tp in partitions {
             tpl.add_partition(&tp.topic, tp.partition);
@@ -425,7 +472,35 @@ impl TaskConsumer {
 
 impl Drop for TaskConsumer {
     fn drop(&mut self) {
-        let client = self.shared.consumer.clone();
+        let going = Going {
+            pool: self.pool.clone(),
+            shared: self.shared.clone(),
+            queue: self.queue.take(),
+            partitions: std::mem::take(&mut self.partitions),
+            assigned: self.assigned,
+        };
+        // Unassigning waits for librdkafka's own thread: off the async threads when there are
+        // some. The partitions are let go once they are unassigned.
+        match tokio::runtime::Handle::try_current() {
+            Ok(runtime) => drop(runtime.spawn_blocking(move || going.end())),
+            Err(_) => going.end(),
+        }
+    }
+}
+
+/// A task's partitions on a shared consumer, being let go.
+struct Going {
+    pool: Arc<Consumers>,
+    shared: Arc<Shared>,
+    queue: Option<StreamPartitionQueue<DefaultConsumerContext>>,
+    partitions: Vec<TopicPartition>,
+    assigned: bool,
+}
+
+impl Going {
+    /// Unassign the partitions, stop forwarding their queues and let them go.
+    fn end(self) {
+        let client = &self.shared.consumer;
         if self.assigned {
             let mut tpl = TopicPartitionList::new();
             for tp in &self.partitions {
@@ -440,7 +515,7 @@ impl Drop for TaskConsumer {
                 debug!(error = %e, partition = %tp, "cannot stop forwarding a partition's queue");
             }
         }
-        self.queue = None;
+        drop(self.queue);
         self.pool.release(&self.shared, &self.partitions);
     }
 }
