@@ -186,9 +186,8 @@ pub fn run() -> anyhow::Result<()> {
     let running_s = until_running(&cluster, all_tasks, &[], created);
     println!("running   every one of {all_tasks} tasks RUNNING after: {running_s:>8.1} s (from the first create)");
 
-    // The idle cluster: CPU over a window once everything runs (the group clients the
-    // starting tasks used to read their groups' offsets are still open: they close after twice
-    // the offset flush interval).
+    // The idle cluster: CPU over a window once everything runs (new connectors' groups are
+    // not listed by the cluster, so their starting tasks opened no group client).
     let before = node_figures(&cluster);
     let window = Instant::now();
     std::thread::sleep(IDLE_WINDOW); // the measurement window itself

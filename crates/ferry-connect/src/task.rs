@@ -117,6 +117,11 @@ impl Rewinds {
             .insert(partition, offset);
     }
 
+    /// Whether something was asked since the last `take`.
+    pub fn pending(&self) -> bool {
+        !self.0.lock().unwrap_or_else(|p| p.into_inner()).is_empty()
+    }
+
     /// What was asked since the last call.
     pub fn take(&self) -> HashMap<TopicPartition, i64> {
         std::mem::take(&mut *self.0.lock().unwrap_or_else(|p| p.into_inner()))
@@ -184,8 +189,14 @@ pub trait SinkTask: Send {
     }
     /// Write (or buffer) records. After a retriable error the same records come again.
     async fn put(&mut self, records: &[SinkRecord]) -> Result<()>;
-    /// Called about once a second, whether records arrive or not: time-based work (a
-    /// scheduled rotation) belongs here.
+    /// Whether the task has time-based work for [`SinkTask::tick`]; asked when the task has
+    /// started. A task that has none is never ticked: thousands of idle tasks on a worker wake
+    /// for nothing.
+    fn ticks(&self) -> bool {
+        false
+    }
+    /// Called about once a second, whether records arrive or not, when [`SinkTask::ticks`]:
+    /// time-based work (a scheduled rotation) belongs here.
     async fn tick(&mut self) -> Result<()> {
         Ok(())
     }

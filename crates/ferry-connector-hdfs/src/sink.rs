@@ -199,6 +199,11 @@ impl SinkTask for HdfsSinkTask {
         Ok(())
     }
 
+    fn ticks(&self) -> bool {
+        // A scheduled rotation is the only time-based work.
+        self.shared.config.rotate_schedule_ms.is_some()
+    }
+
     async fn tick(&mut self) -> Result<()> {
         let shared = &self.shared;
         let Some(interval) = shared.config.rotate_schedule_ms else {

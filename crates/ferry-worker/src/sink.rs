@@ -309,9 +309,14 @@ impl<C: SinkConsumer, P: Control> SinkLoop<C, P> {
         }
     }
 
-    /// The task's time-based work, retried as `put` is; and the topics consumed recorded.
-    async fn tick(&mut self) -> Result<(), Failure> {
+    /// The task's time-based work when it `ticks`, retried as `put` is; the topics consumed
+    /// recorded; the seeks the task asked for done.
+    async fn tick(&mut self, ticks: bool) -> Result<(), Failure> {
         self.control.record_topics(self.used.take()).await;
+        if !ticks {
+            self.rewind()?;
+            return Ok(());
+        }
         let errors = self.pipeline.errors.clone();
         let mut retry = Retries::new(&errors, "tick", self.pipeline.metrics().retries.clone());
         loop {
@@ -397,6 +402,7 @@ impl<C: SinkConsumer, P: Control> SinkLoop<C, P> {
         clock.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let mut paused = false;
         let mut reported: Option<TargetState> = None;
+        let ticks = self.task.ticks();
         loop {
             if *stop.borrow() {
                 return Ok(());
@@ -420,17 +426,18 @@ impl<C: SinkConsumer, P: Control> SinkLoop<C, P> {
             let woke = tokio::select! {
                 _ = stopped(stop) => Woke::Stop,
                 changed = control.changed() => Woke::Control(changed.is_ok()),
-                // A task that owns no partition has nothing to commit, rotate or record:
-                // thousands of idle tasks must not wake for it.
+                // A task that owns no partition has nothing to commit, rotate or record, and
+                // one without time-based work wakes on the clock only to record the topics it
+                // consumed or to seek where it asked: thousands of idle tasks must not wake.
                 _ = flush.tick(), if self.consumer.is_some() => Woke::Flush,
-                _ = clock.tick(), if self.consumer.is_some() => Woke::Tick,
+                _ = clock.tick(), if self.consumer.is_some() && (ticks || self.used.pending() || self.rewinds.pending()) => Woke::Tick,
                 first = next_message(self.consumer.as_ref()), if !paused => Woke::Records(self.batch(first)?),
             };
             match woke {
                 Woke::Stop | Woke::Control(false) => return Ok(()),
                 Woke::Control(true) | Woke::Records(None) => {}
                 Woke::Flush => self.commit().await?,
-                Woke::Tick => self.tick().await?,
+                Woke::Tick => self.tick(ticks).await?,
                 Woke::Records(Some(batch)) => self.put(*batch).await?,
             }
         }

@@ -60,6 +60,11 @@ impl TopicsUsed {
         }
     }
 
+    /// Whether a topic was noted since the last `take`.
+    pub fn pending(&self) -> bool {
+        !self.0.is_empty()
+    }
+
     /// The topics noted since the last call.
     pub fn take(&mut self) -> BTreeSet<String> {
         std::mem::take(&mut self.0)

@@ -119,6 +119,8 @@ struct Script {
     commits_by_itself: bool,
     /// The task owns no partition: the loop has no consumer.
     no_partitions: bool,
+    /// The task has no time-based work (`ticks` is false).
+    no_ticks: bool,
 }
 
 struct FakeTask {
@@ -157,6 +159,10 @@ impl SinkTask for FakeTask {
             return Ok(HashMap::new());
         }
         Ok(offsets.clone())
+    }
+
+    fn ticks(&self) -> bool {
+        !self.script.no_ticks
     }
 
     async fn tick(&mut self) -> ferry_connect::Result<()> {
@@ -469,4 +475,26 @@ async fn a_task_with_partitions_ticks_every_second_and_one_without_never_wakes_f
         bed.stop.send_replace(true);
         assert!(bed.done.await.expect("the loop").is_ok());
     }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_task_without_time_based_work_is_never_ticked_and_still_records_its_topics() {
+    let bed = start(
+        &["1", "2"],
+        &[],
+        Script {
+            no_ticks: true,
+            ..Script::default()
+        },
+        false,
+    );
+    run_for(Duration::from_millis(5500)).await;
+    assert_eq!(bed.log.count("tick"), 0, "{:?}", bed.log.events());
+    assert_eq!(bed.log.count("topics t"), 1, "{:?}", bed.log.events());
+    bed.consumer.produce(0, &["3"]);
+    run_for(Duration::from_millis(1500)).await;
+    assert_eq!(bed.log.count("topics t"), 2, "{:?}", bed.log.events());
+    assert_eq!(bed.log.count("tick"), 0, "{:?}", bed.log.events());
+    bed.stop.send_replace(true);
+    assert!(bed.done.await.expect("the loop").is_ok());
 }
