@@ -51,12 +51,52 @@ impl Topics {
             Topics::Regex(re) => re.is_match(topic) && !topic.starts_with("__"),
         }
     }
+
+    /// Of the topics in `by_topic` (keyed by name), what the sink consumes: a list is looked
+    /// up name by name, a pattern tried on every topic (a scheduler pass does this for every
+    /// sink connector, over every topic of the cluster).
+    pub fn of_these<'a, V>(&self, by_topic: &'a BTreeMap<&str, V>) -> Vec<&'a V> {
+        match self {
+            Topics::List(list) => list
+                .iter()
+                .filter_map(|t| by_topic.get(t.as_str()))
+                .collect(),
+            Topics::Regex(_) => by_topic
+                .iter()
+                .filter(|(t, _)| self.matches(t))
+                .map(|(_, v)| v)
+                .collect(),
+        }
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::config::props;
+
+    #[test]
+    fn of_these_takes_what_matches_takes() {
+        let by_topic: BTreeMap<&str, u32> = [("a", 1), ("b", 2), ("dst_1", 3), ("__internal", 4)]
+            .into_iter()
+            .collect();
+        for (key, value) in [
+            ("topics", "a, dst_1, missing, __internal"),
+            ("topics.regex", "dst_.*|a"),
+            ("topics.regex", ".*"),
+        ] {
+            let topics = Topics::of(&props(&[(key, value)])).expect("a rule");
+            let mut expected: Vec<&u32> = by_topic
+                .iter()
+                .filter(|(t, _)| topics.matches(t))
+                .map(|(_, v)| v)
+                .collect();
+            let mut got = topics.of_these(&by_topic);
+            got.sort();
+            expected.sort();
+            assert_eq!(got, expected, "{key}={value}");
+        }
+    }
 
     #[test]
     fn a_list_or_a_pattern_of_whole_names_exactly_one() {

@@ -7,7 +7,7 @@ pub mod handover;
 pub mod liveness;
 pub mod reducer;
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -80,6 +80,10 @@ fn sink_partition_commands(
 ) -> Vec<Command> {
     let mut commands = Vec::new();
     subscriptions.keep_only(state);
+    let mut by_topic: BTreeMap<&str, Vec<&TopicPartitionRef>> = BTreeMap::new();
+    for tp in partitions {
+        by_topic.entry(tp.topic.as_str()).or_default().push(tp);
+    }
     for (name, connector) in &state.connectors {
         let class = connector.config.get("connector.class").unwrap_or_default();
         let sink = ferry_connect::plugin::find(plugins, class)
@@ -90,10 +94,11 @@ fn sink_partition_commands(
         let Some(topics) = subscriptions.of(name, connector) else {
             continue;
         };
-        let mine: BTreeSet<TopicPartitionRef> = partitions
-            .iter()
-            .filter(|tp| topics.matches(&tp.topic))
-            .cloned()
+        let mine: BTreeSet<TopicPartitionRef> = topics
+            .of_these(&by_topic)
+            .into_iter()
+            .flatten()
+            .map(|tp| (*tp).clone())
             .collect();
         let spread = reducer::spread(&mine, connector.task_count() as u32);
         let current = state.sink_partitions.get(name);
