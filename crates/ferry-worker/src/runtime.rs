@@ -123,6 +123,9 @@ fn desired(state: &ClusterState, me: NodeId) -> BTreeMap<Key, (Spec, TargetState
     out
 }
 
+/// The least time between two reconciling passes of a node.
+const PASS_GAP: Duration = Duration::from_millis(20);
+
 /// The worker runtime of one node.
 pub struct Runtime {
     node: MetaNode,
@@ -184,13 +187,23 @@ impl Runtime {
     ) {
         let mut applied = self.node.state().applied();
         // A pass looks at every unit of the node: the periodic one is skipped when nothing it
-        // reads changed and nothing is pending (thousands of idle units cost a pass each time).
+        // reads changed and nothing is pending (thousands of idle units cost a pass each time),
+        // and a burst of changes (a thousand connectors deleted, a dead node's tasks arriving)
+        // gets a pass every `PASS_GAP` at most, not one per change.
         let mut seen = None;
         let mut unit_finished = false;
+        let mut last_pass: Option<tokio::time::Instant> = None;
         loop {
             let now = (*applied.borrow_and_update(), *lease.borrow_and_update());
             let pending = !self.stopping.is_empty() || !self.releasing.is_empty();
             if seen != Some(now) || unit_finished || pending {
+                if let Some(last) = last_pass {
+                    tokio::time::sleep_until(last + PASS_GAP).await;
+                }
+                // What finished or changed meanwhile is seen by this pass.
+                while self.finished.1.try_recv().is_ok() {}
+                let now = (*applied.borrow_and_update(), *lease.borrow_and_update());
+                last_pass = Some(tokio::time::Instant::now());
                 self.reconcile(now.1, false);
                 seen = Some(now);
             }
