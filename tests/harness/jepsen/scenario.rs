@@ -800,10 +800,21 @@ impl Nemeses<'_> {
     /// term, the sink's tasks their generations, every worker its lease, and no idle task
     /// opens a Kafka client.
     /// The sink's tasks as the first of `ask` that answers sees them: task → (worker,
-    /// generation).
+    /// generation). Asked again until one answers, within [`RECOVERY`]: right after the leader
+    /// stops, the others answer no linearizable read until they have elected another (about
+    /// an election timeout, longer than one ask's own timeout); empty if none ever does.
     fn sink_tasks(&self, ask: &[u64]) -> BTreeMap<u32, (String, u64)> {
-        ask.iter()
-            .find_map(|id| self.probe.tasks(&api(self.cluster, *id), SINK))
+        let t0 = Instant::now();
+        let answer = loop {
+            let answer = ask
+                .iter()
+                .find_map(|id| self.probe.tasks(&api(self.cluster, *id), SINK));
+            if answer.is_some() || t0.elapsed() > RECOVERY {
+                break answer;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        };
+        answer
             .unwrap_or_default()
             .into_iter()
             .map(|t| (t.task, (t.worker, t.generation)))
