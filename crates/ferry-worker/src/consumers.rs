@@ -55,13 +55,17 @@ pub struct Consumers {
     group_idle: Duration,
     /// Whether the task that closes idle group clients runs.
     sweeping: AtomicBool,
-    /// The groups the cluster listed last, and when that list was asked for; held while a
-    /// list is under way.
-    listed: tokio::sync::Mutex<Option<(Instant, Arc<HashSet<String>>)>>,
+    /// The groups the cluster listed last to a client of each config (a listing shows only
+    /// the groups its credentials may describe), and when that list was asked for; held while
+    /// a list is under way.
+    listed: tokio::sync::Mutex<HashMap<BTreeMap<String, String>, GroupList>>,
 }
 
 /// A group client's group and client properties.
 type GroupKey = (String, BTreeMap<String, String>);
+
+/// The names of the cluster's groups, and when they were asked for.
+type GroupList = (Instant, Arc<HashSet<String>>);
 
 /// A consumer of one group that is assigned nothing: it reads and commits the group's offsets.
 struct GroupClient {
@@ -239,23 +243,21 @@ impl Consumers {
     }
 
     /// The names of the cluster's consumer groups (those with members and those with only
-    /// committed offsets), from a list asked for after this call began: a caller never gets a
+    /// committed offsets) as a client of `shared`'s config sees them, from a list asked for
+    /// after this call began: a caller never gets a
     /// list older than its question, and the callers waiting while one list is under way share
     /// the next. librdkafka asks every broker the client knows from its metadata; a broker
     /// that does not answer fails the list.
-    async fn listed_groups(
-        &self,
-        client: &Arc<StreamConsumer>,
-    ) -> KafkaResult<Arc<HashSet<String>>> {
+    async fn listed_groups(&self, shared: &Shared) -> KafkaResult<Arc<HashSet<String>>> {
         let asked = Instant::now();
-        let mut last = self.listed.lock().await;
-        if let Some((listed, groups)) = last.as_ref() {
+        let mut lists = self.listed.lock().await;
+        if let Some((listed, groups)) = lists.get(&shared.properties) {
             if *listed > asked {
                 return Ok(groups.clone());
             }
         }
         let listed = Instant::now();
-        let client = client.clone();
+        let client = shared.consumer.clone();
         let groups = tokio::task::spawn_blocking(move || {
             let list = client.fetch_group_list(None, GROUP_CALL_TIMEOUT)?;
             let names: HashSet<String> =
@@ -265,7 +267,7 @@ impl Consumers {
         .await
         .map_err(|_| KafkaError::Canceled)
         .and_then(|answer| answer)?;
-        *last = Some((listed, groups.clone()));
+        lists.insert(shared.properties.clone(), (listed, groups.clone()));
         Ok(groups)
     }
 
@@ -418,7 +420,7 @@ impl TaskConsumer {
         &self,
         partitions: &[TopicPartition],
     ) -> KafkaResult<BTreeMap<TopicPartition, i64>> {
-        match self.pool.listed_groups(&self.shared.consumer).await {
+        match self.pool.listed_groups(&self.shared).await {
             Ok(groups) if !groups.contains(&self.group.0) => return Ok(BTreeMap::new()),
             Ok(_) => {}
             Err(e) => {
