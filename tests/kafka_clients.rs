@@ -437,7 +437,7 @@ async fn two_tasks_on_a_shared_consumer(kafka: &Kafka) {
     let read_back = stalled.group_offsets(&[p(0), p(1)]).await.expect("list");
     assert_eq!(read_back, [(p(0), RECORDS as i64)].into_iter().collect());
 
-    // A task's end lets its partitions go off the async threads.
+    // A task's end lets its partitions go; a consumer no task uses closes.
     drop((stalled, flowing));
     until("the consumer no task uses closed", || pool.open() == 1).await;
     drop(again);

@@ -481,12 +481,10 @@ impl Drop for TaskConsumer {
             partitions: std::mem::take(&mut self.partitions),
             assigned: self.assigned,
         };
-        // Unassigning waits for librdkafka's own thread: off the async threads when there are
-        // some. The partitions are let go once they are unassigned.
-        match tokio::runtime::Handle::try_current() {
-            Ok(runtime) => drop(runtime.spawn_blocking(move || going.end())),
-            Err(_) => going.end(),
-        }
+        // On the dropping thread: unassigning on another thread while other tasks use the
+        // same consumer was followed by a node that stopped answering in a fault-suite run
+        // (not understood yet); done here, as the task's own last step, it never was.
+        going.end();
     }
 }
 
