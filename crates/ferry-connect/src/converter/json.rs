@@ -17,6 +17,8 @@ use crate::logical::{Decimal, Logical};
 
 use super::{Converter, SERIALIZATION_ERROR};
 
+mod payload;
+
 /// Kafka Connect's JsonConverter.
 pub const JSON_CONVERTER: &str = "org.apache.kafka.connect.json.JsonConverter";
 
@@ -46,7 +48,10 @@ pub struct JsonConverter {
 #[derive(Debug, Default)]
 struct SchemaCache {
     size: usize,
-    schemas: std::collections::HashMap<Box<str>, Option<Arc<Schema>>>,
+    schemas: std::collections::HashMap<Arc<str>, Option<Arc<Schema>>>,
+    /// The schema taken last, compared before the map is hashed into: a topic's records
+    /// mostly carry the schema of the record before them.
+    last: Option<(Arc<str>, Option<Arc<Schema>>)>,
 }
 
 impl SchemaCache {
@@ -56,16 +61,27 @@ impl SchemaCache {
         text: &str,
         read: impl FnOnce() -> Result<Option<Arc<Schema>>>,
     ) -> Result<Option<Arc<Schema>>> {
-        if let Some(schema) = self.schemas.get(text) {
-            return Ok(schema.clone());
-        }
-        let schema = read()?;
-        if self.size > 0 {
-            if self.schemas.len() >= self.size {
-                self.schemas.clear();
+        if let Some((last, schema)) = &self.last {
+            if **last == *text {
+                return Ok(schema.clone());
             }
-            self.schemas.insert(text.into(), schema.clone());
         }
+        let (text, schema) = match self.schemas.get_key_value(text) {
+            Some((text, schema)) => (text.clone(), schema.clone()),
+            None => {
+                let schema = read()?;
+                if self.size == 0 {
+                    return Ok(schema);
+                }
+                if self.schemas.len() >= self.size {
+                    self.schemas.clear();
+                }
+                let text: Arc<str> = text.into();
+                self.schemas.insert(text.clone(), schema.clone());
+                (text, schema)
+            }
+        };
+        self.last = Some((text, schema.clone()));
         Ok(schema)
     }
 }
@@ -556,10 +572,17 @@ impl Converter for JsonConverter {
         };
         if self.schemas {
             if let Ok(envelope) = serde_json::from_slice::<Envelope>(bytes) {
+                let schema = self.cached_schema(envelope.schema.get());
+                if let Ok(Some(schema)) = &schema {
+                    let text = envelope.payload.get();
+                    if let Some(value) = payload::read(text, schema, self.replace_null_with_default)
+                    {
+                        let schema = Some(schema.clone());
+                        return Ok(SchemaAndValue { schema, value });
+                    }
+                }
                 if let Ok(payload) = serde_json::from_str::<J>(envelope.payload.get()) {
-                    let schema = self
-                        .cached_schema(envelope.schema.get())
-                        .map_err(in_topic)?;
+                    let schema = schema.map_err(in_topic)?;
                     let value = self
                         .read_value(schema.as_ref(), Some(&payload), "")
                         .map_err(in_topic)?;
