@@ -13,7 +13,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use ferry_connect::plugin::TaskFactory;
-use ferry_connect::record::source_map_json;
+use ferry_connect::record::{source_map_json, SourceMap};
 use ferry_connect::task::SourceTaskContext;
 use ferry_connect::topic_creation::TopicCreation;
 use ferry_connect::{ConnectError, SourceRecord, SourceTask, Stage};
@@ -136,6 +136,9 @@ pub struct SourceLoop<Pr: SourceProducer, P: Control> {
     committed: BTreeMap<String, String>,
     /// The topics written to since they were last recorded.
     used: TopicsUsed,
+    /// The source partition of the record before, and its JSON text: a task's records mostly
+    /// come from the partition of the record before them.
+    last_partition: Option<(SourceMap, String)>,
 }
 
 impl SourceLoop<FutureProducer, UnitCtx> {
@@ -208,6 +211,19 @@ impl<Pr: SourceProducer, P: Control> SourceLoop<Pr, P> {
             sent: BTreeMap::new(),
             committed: BTreeMap::new(),
             used: TopicsUsed::default(),
+            last_partition: None,
+        }
+    }
+
+    /// The JSON text of a record's source partition.
+    fn partition_json(&mut self, partition: &SourceMap) -> String {
+        match &self.last_partition {
+            Some((last, text)) if last == partition => text.clone(),
+            _ => {
+                let text = source_map_json(partition);
+                self.last_partition = Some((partition.clone(), text.clone()));
+                text
+            }
         }
     }
 
@@ -227,7 +243,7 @@ impl<Pr: SourceProducer, P: Control> SourceLoop<Pr, P> {
             .inc_by(count as i64);
         for mut record in records {
             let position = (
-                source_map_json(&record.source_partition),
+                self.partition_json(&record.source_partition),
                 source_map_json(&record.source_offset),
             );
             match self.pipeline.source_record(&mut record) {
