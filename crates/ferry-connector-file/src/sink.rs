@@ -55,10 +55,76 @@ pub struct FileSinkTask {
     spare: Vec<u8>,
     /// The last offset appended to `pending`, per partition.
     appended: HashMap<TopicPartition, i64>,
+    /// The file's pages written and let go.
+    behind: Behind,
 }
 
 /// What a write gives back: the file, the bytes it did not write, and its outcome.
-type Written = (std::fs::File, Vec<u8>, std::io::Result<()>);
+type Written = (std::fs::File, Behind, Vec<u8>, std::io::Result<()>);
+
+/// Bytes of the file behind a task's last write that are handed to the disk at a time.
+const WRITE_BEHIND: u64 = 8 * 1024 * 1024;
+
+/// The file's pages a task has written and no longer needs in memory: the lines are in
+/// Kafka and in the file, and nobody reads them back. Every `WRITE_BEHIND` bytes the task
+/// starts the disk write of the range behind it (`sync_file_range`, no wait), and lets the
+/// page cache drop the range before that one (`posix_fadvise` `DONTNEED`; a page still dirty
+/// is kept). A sink streaming gigabytes then reuses the same few pages of memory instead of
+/// filling the page cache, whose fresh pages cost more to fill than the copy itself (on this
+/// project's virtual machines, half of a FileStreamSink's CPU).
+#[derive(Clone, Copy, Debug, Default)]
+struct Behind {
+    /// Where the range being written to disk begins.
+    writing: u64,
+    /// Where the range that may be dropped begins.
+    dropping: u64,
+}
+
+impl Behind {
+    /// From the end of the file as it is opened: what was there before is left alone.
+    fn at(end: u64) -> Self {
+        Behind {
+            writing: end,
+            dropping: end,
+        }
+    }
+
+    /// After a write that left the file `end` bytes long: the ranges (start, length) to hand
+    /// to the disk and to drop, once `WRITE_BEHIND` bytes were written since the last time.
+    fn after(&mut self, end: u64) -> Option<((u64, u64), (u64, u64))> {
+        if end < self.writing.saturating_add(WRITE_BEHIND) {
+            return None;
+        }
+        let ranges = (
+            (self.writing, end - self.writing),
+            (self.dropping, self.writing - self.dropping),
+        );
+        self.dropping = self.writing;
+        self.writing = end;
+        Some(ranges)
+    }
+
+    /// After a write that left `file` `end` bytes long.
+    fn wrote(&mut self, file: &std::fs::File, end: u64) {
+        use std::os::fd::AsRawFd;
+        let Some(((write, write_length), (drop, drop_length))) = self.after(end) else {
+            return;
+        };
+        let fd = file.as_raw_fd();
+        let off = |n: u64| libc::off64_t::try_from(n).unwrap_or(libc::off64_t::MAX);
+        // SAFETY: plain system calls on a file descriptor this task owns; a failure (a pipe,
+        // a file system without them) only leaves the pages where they are.
+        unsafe {
+            libc::sync_file_range(
+                fd,
+                off(write),
+                off(write_length),
+                libc::SYNC_FILE_RANGE_WRITE,
+            );
+            libc::posix_fadvise(fd, off(drop), off(drop_length), libc::POSIX_FADV_DONTNEED);
+        }
+    }
+}
 
 /// Write as much of `pending` as the file takes; what was written leaves `pending`.
 fn write_some(file: &mut std::fs::File, pending: &mut Vec<u8>) -> std::io::Result<()> {
@@ -105,6 +171,7 @@ impl FileSinkTask {
             writing: None,
             spare: Vec::new(),
             appended: HashMap::new(),
+            behind: Behind::default(),
         })
     }
 
@@ -120,9 +187,14 @@ impl FileSinkTask {
             None => self.open_file().await?,
         };
         let mut lines = std::mem::replace(&mut self.pending, std::mem::take(&mut self.spare));
+        let mut behind = self.behind;
         self.writing = Some(tokio::task::spawn_blocking(move || {
             let result = write_some(&mut file, &mut lines);
-            (file, lines, result)
+            // A pipe or a terminal has no position: nothing is behind.
+            if let Ok(end) = std::io::Seek::stream_position(&mut file) {
+                behind.wrote(&file, end);
+            }
+            (file, behind, lines, result)
         }));
         Ok(())
     }
@@ -134,10 +206,11 @@ impl FileSinkTask {
             return Ok(());
         };
         let path = &self.config.file;
-        let (file, mut left, result) = writing
+        let (file, behind, mut left, result) = writing
             .await
             .map_err(|e| ConnectError::fatal(format!("the writer of {path} failed: {e}")))?;
         self.file = Some(file);
+        self.behind = behind;
         if left.is_empty() {
             self.spare = left;
         } else {
@@ -172,18 +245,21 @@ impl FileSinkTask {
     }
 
     /// Open the file for appending.
-    async fn open_file(&self) -> Result<std::fs::File> {
+    async fn open_file(&mut self) -> Result<std::fs::File> {
         let path = self.config.file.clone();
         // Opening a pipe waits for its reader: off the async threads.
-        let file = tokio::task::spawn_blocking(move || {
-            std::fs::OpenOptions::new()
+        let (file, end) = tokio::task::spawn_blocking(move || {
+            let file = std::fs::OpenOptions::new()
                 .create(true)
                 .append(true)
                 .open(&path)
-                .map_err(|e| ConnectError::io(format!("open {path} for appending"), e))
+                .map_err(|e| ConnectError::io(format!("open {path} for appending"), e))?;
+            let end = file.metadata().map_or(0, |m| m.len());
+            Ok::<_, ConnectError>((file, end))
         })
         .await
         .map_err(|e| ConnectError::fatal(format!("opening {} failed: {e}", self.config.file)))??;
+        self.behind = Behind::at(end);
         info!(connector = %self.context.connector, task = self.context.task, file = %self.config.file, "writing");
         Ok(file)
     }
@@ -359,6 +435,24 @@ mod tests {
         task.file = Some(roomy);
         task.flush(&HashMap::new()).await.expect("flush");
         assert_eq!(std::fs::read_to_string(&path).expect("read"), "0\n1\n2\n");
+    }
+
+    #[test]
+    fn every_write_behind_bytes_the_range_behind_is_written_and_the_one_before_dropped() {
+        const W: u64 = WRITE_BEHIND;
+        // Opened on a file of 100 bytes: those are never touched.
+        let mut behind = Behind::at(100);
+        assert_eq!(behind.after(100 + W - 1), None);
+        assert_eq!(behind.after(100 + W), Some(((100, W), (100, 0))));
+        assert_eq!(behind.after(100 + W + 10), None);
+        assert_eq!(
+            behind.after(100 + 3 * W),
+            Some(((100 + W, 2 * W), (100, W)))
+        );
+        assert_eq!(
+            behind.after(100 + 4 * W),
+            Some(((100 + 3 * W, W), (100 + W, 2 * W)))
+        );
     }
 
     #[test]
