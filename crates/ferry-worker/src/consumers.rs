@@ -247,8 +247,14 @@ impl Consumers {
     /// after this call began: a caller never gets a
     /// list older than its question, and the callers waiting while one list is under way share
     /// the next. librdkafka asks every broker the client knows from its metadata; a broker
-    /// that does not answer fails the list.
-    async fn listed_groups(&self, shared: &Shared) -> KafkaResult<Arc<HashSet<String>>> {
+    /// that does not answer fails the list. The client's metadata is asked for first (of
+    /// `topic`, one the caller reads): a consumer just made, with nothing assigned yet, has
+    /// none, and librdkafka's list then waited about a second for it.
+    async fn listed_groups(
+        &self,
+        shared: &Shared,
+        topic: &str,
+    ) -> KafkaResult<Arc<HashSet<String>>> {
         let asked = Instant::now();
         let mut lists = self.listed.lock().await;
         if let Some((listed, groups)) = lists.get(&shared.properties) {
@@ -258,7 +264,9 @@ impl Consumers {
         }
         let listed = Instant::now();
         let client = shared.consumer.clone();
+        let topic = topic.to_string();
         let groups = tokio::task::spawn_blocking(move || {
+            client.fetch_metadata(Some(&topic), GROUP_CALL_TIMEOUT)?;
             let list = client.fetch_group_list(None, GROUP_CALL_TIMEOUT)?;
             let names: HashSet<String> =
                 list.groups().iter().map(|g| g.name().to_string()).collect();
@@ -420,7 +428,10 @@ impl TaskConsumer {
         &self,
         partitions: &[TopicPartition],
     ) -> KafkaResult<BTreeMap<TopicPartition, i64>> {
-        match self.pool.listed_groups(&self.shared).await {
+        let Some(first) = partitions.first() else {
+            return Ok(BTreeMap::new());
+        };
+        match self.pool.listed_groups(&self.shared, &first.topic).await {
             Ok(groups) if !groups.contains(&self.group.0) => return Ok(BTreeMap::new()),
             Ok(_) => {}
             Err(e) => {
