@@ -404,6 +404,18 @@ impl JsonConverter {
         Ok(())
     }
 
+    /// A record written as Kafka Connect writes one, `{"schema":S,"payload":P}` without
+    /// spaces, whose S is byte for byte the text of the schema taken last: that schema and P's
+    /// text, found without scanning S again (P is read, and checked to be one JSON value, by
+    /// the caller). Anything else is `None`, for the general path.
+    fn known_envelope<'b>(&self, bytes: &'b [u8]) -> Option<(Arc<Schema>, &'b [u8])> {
+        let rest = bytes.strip_prefix(br#"{"schema":"#)?;
+        let (text, schema) = self.cache.lock().ok()?.last.clone()?;
+        let rest = rest.strip_prefix(text.as_bytes())?;
+        let payload = rest.strip_prefix(br#","payload":"#)?.strip_suffix(b"}")?;
+        Some((schema?, payload))
+    }
+
     /// The schema a record's `schema` field holds (`text`), from the cache or read.
     fn cached_schema(&self, text: &str) -> Result<Option<Arc<Schema>>> {
         let read = || {
@@ -571,10 +583,16 @@ impl Converter for JsonConverter {
             ConnectError::data(format!("JsonConverter (topic {topic}): {}", e.message))
         };
         if self.schemas {
+            if let Some((schema, text)) = self.known_envelope(bytes) {
+                if let Some(value) = payload::read(text, &schema, self.replace_null_with_default) {
+                    let schema = Some(schema);
+                    return Ok(SchemaAndValue { schema, value });
+                }
+            }
             if let Ok(envelope) = serde_json::from_slice::<Envelope>(bytes) {
                 let schema = self.cached_schema(envelope.schema.get());
                 if let Ok(Some(schema)) = &schema {
-                    let text = envelope.payload.get();
+                    let text = envelope.payload.get().as_bytes();
                     if let Some(value) = payload::read(text, schema, self.replace_null_with_default)
                     {
                         let schema = Some(schema.clone());

@@ -17,11 +17,11 @@ use super::B64;
 
 /// The payload `text` as a value of `schema`, or `None` when it must take the general path.
 pub(super) fn read(
-    text: &str,
+    text: &[u8],
     schema: &Arc<Schema>,
     replace_null_with_default: bool,
 ) -> Option<Value> {
-    let mut json = serde_json::Deserializer::from_str(text);
+    let mut json = serde_json::Deserializer::from_slice(text);
     let seed = Seed {
         schema,
         replace_null_with_default,
@@ -220,7 +220,7 @@ mod tests {
         };
         let tree: J = serde_json::from_str(payload).expect("a test payload is JSON");
         let general = converter.read_value(Some(&schema), Some(&tree), "").ok();
-        (read(payload, &schema, replace), general)
+        (read(payload.as_bytes(), &schema, replace), general)
     }
 
     const ROW: &str = r#"{"type":"struct","name":"row","fields":[

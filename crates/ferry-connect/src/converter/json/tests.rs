@@ -377,3 +377,36 @@ fn a_schema_seen_before_is_taken_from_the_cache_unless_it_is_sized_zero() {
         );
     }
 }
+
+#[test]
+fn a_record_of_the_schema_before_is_read_as_the_first_was_and_its_errors_are_the_same() {
+    let (_, value) = SEED_003[0];
+    let converter = JsonConverter::default();
+    let decode = |text: &str| converter.decode("t", Some(text.as_bytes()));
+    let first = decode(value).expect(value);
+    // The same schema text again: found without reading the envelope whole.
+    let again = decode(value).expect(value);
+    assert_eq!(first.value, again.value);
+    assert!(Arc::ptr_eq(
+        first.schema.as_ref().expect("schema"),
+        again.schema.as_ref().expect("schema")
+    ));
+    let other = decode(&value.replace("\"id\":1", "\"id\":9")).expect("another id");
+    assert_ne!(first.value, other.value, "each record's own payload");
+    // After the schema: what does not make a whole envelope fails as it does on its own.
+    let fresh = |text: &str| JsonConverter::default().decode("t", Some(text.as_bytes()));
+    for broken in [
+        value.replace("\"item\":\"apple\"}}", "\"item\":\"apple\"},\"extra\":1}"),
+        value.replace("\"item\":\"apple\"}}", "\"item\":\"apple\"}"),
+        value.replace("\"id\":1", "\"id\":\"one\""),
+        value.replace("\"id\":1,", ""),
+    ] {
+        decode(value).expect(value);
+        let known = decode(&broken).expect_err(&broken);
+        let alone = fresh(&broken).expect_err(&broken);
+        assert_eq!(known.to_string(), alone.to_string(), "{broken}");
+    }
+    // With spaces: the general path, the same value.
+    let spaced = value.replacen("{\"schema\":", "{ \"schema\": ", 1);
+    assert_eq!(decode(&spaced).expect(&spaced).value, first.value);
+}
