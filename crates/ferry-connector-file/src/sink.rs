@@ -59,7 +59,8 @@ pub struct FileSinkTask {
     behind: Behind,
 }
 
-/// What a write gives back: the file, the bytes it did not write, and its outcome.
+/// What a write gives back: the file, what is behind it now, the bytes it did not write, and
+/// its outcome.
 type Written = (std::fs::File, Behind, Vec<u8>, std::io::Result<()>);
 
 /// Bytes of the file behind a task's last write that are handed to the disk at a time.
