@@ -32,16 +32,14 @@ impl Connector for FileSinkConnector {
     }
 }
 
-/// Bytes waiting to be written once this many are pending (and at every flush).
-const WRITE_AT: usize = 256 * 1024;
-
 /// Appends lines to its file. A write that fails keeps what was not written, so that the
 /// runtime's retry of `put` or `flush` (with the same records) writes each line exactly once:
 /// records already appended are recognised by their offsets and skipped.
 ///
-/// Writes are double-buffered: while one buffer is written (off the async threads) the task
-/// fills the next, so consuming and converting records never waits for the file but when a
-/// second buffer is full before the first is written.
+/// Writes are double-buffered: each `put` hands its lines to a write (off the async threads)
+/// once the write before it is done, and the task goes on to the next records meanwhile; the
+/// lines of a put are in the file when its write is done, not only at the next flush, as
+/// Kafka Connect's FileStreamSink writes them.
 pub struct FileSinkTask {
     config: FileSinkConfig,
     context: SinkTaskContext,
@@ -292,10 +290,7 @@ impl SinkTask for FileSinkTask {
             }
             written.map_err(|e| ConnectError::io("format a record", e))?;
         }
-        if self.pending.len() >= WRITE_AT {
-            self.write_out().await?;
-        }
-        Ok(())
+        self.write_out().await
     }
 
     async fn flush(&mut self, _offsets: &HashMap<TopicPartition, i64>) -> Result<()> {
@@ -389,15 +384,40 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_few_records_reach_the_file_without_waiting_for_a_flush() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("out.txt");
+        let props: Props = [("file".to_string(), path.to_string_lossy().to_string())].into();
+        let mut task = FileSinkTask::build(&props, context()).expect("valid");
+        task.start().await.expect("start");
+        task.put(&[record(0, Value::String("first".into()))])
+            .await
+            .expect("put");
+        // No flush: the line is handed to a write at once, which the next put (or a flush)
+        // would wait for; the file shows it when that write is done.
+        let mut seen = String::new();
+        for _ in 0..1000 {
+            seen = std::fs::read_to_string(&path).expect("read");
+            if !seen.is_empty() {
+                break;
+            }
+            tokio::task::yield_now().await;
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        assert_eq!(seen, "first\n");
+        task.stop().await.expect("stop");
+    }
+
+    #[tokio::test]
     async fn lines_written_while_the_next_are_taken_keep_their_order() {
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join("out.txt");
         let props: Props = [("file".to_string(), path.to_string_lossy().to_string())].into();
         let mut task = FileSinkTask::build(&props, context()).expect("valid");
         task.start().await.expect("start");
-        // Ten buffers' worth of lines, in puts of 100: writes are in flight while puts go on.
+        // 2.5 MB of lines in puts of 100: a write is in flight while the next put comes.
         let line = |i: i64| format!("{i:06}-{}", "x".repeat(1000));
-        let lines = 10 * WRITE_AT as i64 / 1000;
+        let lines = 2_560;
         for first in (0..lines).step_by(100) {
             let batch: Vec<SinkRecord> = (first..(first + 100).min(lines))
                 .map(|i| record(i, Value::String(line(i))))
@@ -429,11 +449,11 @@ mod tests {
         assert!(err.is_retriable(), "a full disk may be freed: {err}");
         assert!(err.message.contains("/dev/full"), "{err}");
         // The runtime retries: the same records again, then the flush, now on a disk with room.
-        task.put(&batch()).await.expect("put again");
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join("out.txt");
         let roomy = std::fs::File::create(&path).expect("create");
         task.file = Some(roomy);
+        task.put(&batch()).await.expect("put again");
         task.flush(&HashMap::new()).await.expect("flush");
         assert_eq!(std::fs::read_to_string(&path).expect("read"), "0\n1\n2\n");
     }
