@@ -344,6 +344,14 @@ mod tests {
         }
     }
 
+    /// A started task writing to `path`.
+    async fn started(path: &std::path::Path) -> FileSinkTask {
+        let props: Props = [("file".to_string(), path.to_string_lossy().to_string())].into();
+        let mut task = FileSinkTask::new(&props, context()).expect("valid");
+        task.start().await.expect("start");
+        task
+    }
+
     fn record(offset: i64, value: Value) -> SinkRecord {
         SinkRecord {
             topic: "t".into(),
@@ -363,9 +371,7 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join("out.txt");
         std::fs::write(&path, "existing\n").expect("write");
-        let props: Props = [("file".to_string(), path.to_string_lossy().to_string())].into();
-        let mut task = FileSinkTask::build(&props, context()).expect("valid");
-        task.start().await.expect("start");
+        let mut task = started(&path).await;
         task.put(&[
             record(0, Value::String("a".into())),
             record(1, Value::Int32(7)),
@@ -387,24 +393,14 @@ mod tests {
     async fn a_few_records_reach_the_file_without_waiting_for_a_flush() {
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join("out.txt");
-        let props: Props = [("file".to_string(), path.to_string_lossy().to_string())].into();
-        let mut task = FileSinkTask::build(&props, context()).expect("valid");
-        task.start().await.expect("start");
+        let mut task = started(&path).await;
         task.put(&[record(0, Value::String("first".into()))])
             .await
             .expect("put");
-        // No flush: the line is handed to a write at once, which the next put (or a flush)
-        // would wait for; the file shows it when that write is done.
-        let mut seen = String::new();
-        for _ in 0..1000 {
-            seen = std::fs::read_to_string(&path).expect("read");
-            if !seen.is_empty() {
-                break;
-            }
-            tokio::task::yield_now().await;
-            std::thread::sleep(std::time::Duration::from_millis(5));
-        }
-        assert_eq!(seen, "first\n");
+        // No flush: the line was handed to a write at once; the file shows it when that
+        // write is done (what the next put or flush would wait for).
+        task.written().await.expect("written");
+        assert_eq!(std::fs::read_to_string(&path).expect("read"), "first\n");
         task.stop().await.expect("stop");
     }
 
@@ -412,9 +408,7 @@ mod tests {
     async fn lines_written_while_the_next_are_taken_keep_their_order() {
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join("out.txt");
-        let props: Props = [("file".to_string(), path.to_string_lossy().to_string())].into();
-        let mut task = FileSinkTask::build(&props, context()).expect("valid");
-        task.start().await.expect("start");
+        let mut task = started(&path).await;
         // 2.5 MB of lines in puts of 100: a write is in flight while the next put comes.
         let line = |i: i64| format!("{i:06}-{}", "x".repeat(1000));
         let lines = 2_560;

@@ -416,6 +416,13 @@ impl JsonConverter {
         Some((schema?, payload))
     }
 
+    /// A payload's `text` read straight as a value of `schema`, when it fits plainly.
+    fn read_payload(&self, schema: &Arc<Schema>, text: &[u8]) -> Option<SchemaAndValue> {
+        let value = payload::read(text, schema, self.replace_null_with_default)?;
+        let schema = Some(schema.clone());
+        Some(SchemaAndValue { schema, value })
+    }
+
     /// The schema a record's `schema` field holds (`text`), from the cache or read.
     fn cached_schema(&self, text: &str) -> Result<Option<Arc<Schema>>> {
         let read = || {
@@ -584,19 +591,16 @@ impl Converter for JsonConverter {
         };
         if self.schemas {
             if let Some((schema, text)) = self.known_envelope(bytes) {
-                if let Some(value) = payload::read(text, &schema, self.replace_null_with_default) {
-                    let schema = Some(schema);
-                    return Ok(SchemaAndValue { schema, value });
+                if let Some(read) = self.read_payload(&schema, text) {
+                    return Ok(read);
                 }
             }
             if let Ok(envelope) = serde_json::from_slice::<Envelope>(bytes) {
                 let schema = self.cached_schema(envelope.schema.get());
                 if let Ok(Some(schema)) = &schema {
-                    let text = envelope.payload.get().as_bytes();
-                    if let Some(value) = payload::read(text, schema, self.replace_null_with_default)
+                    if let Some(read) = self.read_payload(schema, envelope.payload.get().as_bytes())
                     {
-                        let schema = Some(schema.clone());
-                        return Ok(SchemaAndValue { schema, value });
+                        return Ok(read);
                     }
                 }
                 if let Ok(payload) = serde_json::from_str::<J>(envelope.payload.get()) {
