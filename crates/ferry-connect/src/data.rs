@@ -376,13 +376,13 @@ impl fmt::Display for Value {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Value::Null => f.write_str("null"),
-            Value::Int8(v) => write!(f, "{v}"),
-            Value::Int16(v) => write!(f, "{v}"),
-            Value::Int32(v) => write!(f, "{v}"),
-            Value::Int64(v) => write!(f, "{v}"),
-            Value::Float32(v) => write!(f, "{v}"),
-            Value::Float64(v) => write!(f, "{v}"),
-            Value::Boolean(v) => write!(f, "{v}"),
+            Value::Int8(v) => fmt::Display::fmt(v, f),
+            Value::Int16(v) => fmt::Display::fmt(v, f),
+            Value::Int32(v) => fmt::Display::fmt(v, f),
+            Value::Int64(v) => fmt::Display::fmt(v, f),
+            Value::Float32(v) => fmt::Display::fmt(v, f),
+            Value::Float64(v) => fmt::Display::fmt(v, f),
+            Value::Boolean(v) => fmt::Display::fmt(v, f),
             Value::String(v) => f.write_str(v),
             Value::Bytes(v) => f.write_str(&String::from_utf8_lossy(v)),
             Value::Array(items) => {
@@ -391,7 +391,7 @@ impl fmt::Display for Value {
                     if i > 0 {
                         f.write_str(", ")?;
                     }
-                    write!(f, "{item}")?;
+                    fmt::Display::fmt(item, f)?;
                 }
                 f.write_str("]")
             }
@@ -401,12 +401,14 @@ impl fmt::Display for Value {
                     if i > 0 {
                         f.write_str(", ")?;
                     }
-                    write!(f, "{k}={v}")?;
+                    fmt::Display::fmt(k, f)?;
+                    f.write_str("=")?;
+                    fmt::Display::fmt(v, f)?;
                 }
                 f.write_str("}")
             }
-            Value::Struct(s) => write!(f, "{s}"),
-            Value::Decimal(d) => write!(f, "{d}"),
+            Value::Struct(s) => fmt::Display::fmt(s, f),
+            Value::Decimal(d) => fmt::Display::fmt(d, f),
             Value::Date(days) => f.write_str(&java_date_string(
                 i64::from(*days) * crate::logical::MILLIS_PER_DAY,
             )),
@@ -505,7 +507,11 @@ impl fmt::Display for Struct {
                 f.write_str(",")?;
             }
             first = false;
-            write!(f, "{}={value}", field.name)?;
+            // Piece by piece: a record's line is printed per record, and `write!` with a
+            // template costs more than the pieces.
+            f.write_str(&field.name)?;
+            f.write_str("=")?;
+            fmt::Display::fmt(value, f)?;
         }
         f.write_str("}")
     }

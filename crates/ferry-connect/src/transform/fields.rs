@@ -2,7 +2,7 @@
 //! MaskField and HoistField (the last five as `$Key` and `$Value`). A value with a schema must
 //! be a struct; one without must be a map with string keys, as in Kafka Connect.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use crate::config::{non_empty, ConfigDef, ConfigType};
 use crate::data::{Field, Schema, SchemaType, Struct, Value};
@@ -42,6 +42,7 @@ pub fn classes() -> Vec<TransformClass> {
         build: |p| {
             Ok(Box::new(ValueToKey {
                 fields: list(p, "fields"),
+                last: Mutex::new(None),
             }))
         },
     }];
@@ -122,30 +123,50 @@ fn map_put(entries: &mut Vec<(Value, Value)>, name: &str, value: Value) {
 /// `ValueToKey`: the key becomes a struct (or map) of some of the value's fields.
 struct ValueToKey {
     fields: Vec<String>,
+    /// The last value schema seen and the key schema made of it: records of a topic share
+    /// their schema, so the key schema is made once, not per record (as Kafka Connect caches it).
+    last: Mutex<Option<(Arc<Schema>, Arc<Schema>)>>,
+}
+
+impl ValueToKey {
+    /// The key schema of the fields of `value_schema`.
+    fn key_schema(&self, value_schema: &Arc<Schema>) -> Result<Arc<Schema>> {
+        let mut last = self.last.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((seen, key_schema)) = last.as_ref() {
+            if Arc::ptr_eq(seen, value_schema) {
+                return Ok(key_schema.clone());
+            }
+        }
+        let mut fields = Vec::with_capacity(self.fields.len());
+        for name in &self.fields {
+            let field = value_schema
+                .field(name)
+                .ok_or_else(|| ConnectError::data(format!("field does not exist: {name}")))?;
+            fields.push((name.clone(), field.schema.clone()));
+        }
+        let key_schema = Arc::new(struct_schema(fields, None));
+        *last = Some((value_schema.clone(), key_schema.clone()));
+        Ok(key_schema)
+    }
 }
 
 impl Transformation for ValueToKey {
     fn apply(&self, record: &mut dyn ConnectRecord) -> Result<Applied> {
-        let (schema, value) = Part::Value.get(record);
-        match schema {
+        let (schema, value) = record.value();
+        let (key_schema, key) = match schema {
             Some(schema) => {
-                let s = require_struct(&value, "copying fields from value to key")?;
-                let mut fields = Vec::with_capacity(self.fields.len());
-                for name in &self.fields {
-                    let field = schema.field(name).ok_or_else(|| {
-                        ConnectError::data(format!("field does not exist: {name}"))
-                    })?;
-                    fields.push((name.clone(), field.schema.clone()));
-                }
-                let key_schema = Arc::new(struct_schema(fields, None));
-                let mut key = Struct::new(key_schema.clone())?;
-                for name in &self.fields {
-                    key.put(name, s.get(name).cloned().unwrap_or(Value::Null))?;
-                }
-                record.set_key(Some(key_schema), Value::Struct(key));
+                let s = require_struct(value, "copying fields from value to key")?;
+                let key_schema = self.key_schema(schema)?;
+                let values = self
+                    .fields
+                    .iter()
+                    .map(|name| s.get(name).cloned().unwrap_or(Value::Null))
+                    .collect();
+                let key = Struct::of(key_schema.clone(), values)?;
+                (Some(key_schema), Value::Struct(key))
             }
             None => {
-                let entries = require_map(&value, "copying fields from value to key")?;
+                let entries = require_map(value, "copying fields from value to key")?;
                 let key = self
                     .fields
                     .iter()
@@ -156,9 +177,10 @@ impl Transformation for ValueToKey {
                         )
                     })
                     .collect();
-                record.set_key(None, Value::Map(key));
+                (None, Value::Map(key))
             }
-        }
+        };
+        record.set_key(key_schema, key);
         Ok(Applied::Keep)
     }
 }
@@ -195,8 +217,8 @@ impl ExtractField {
 
 impl Transformation for ExtractField {
     fn apply(&self, record: &mut dyn ConnectRecord) -> Result<Applied> {
-        let (schema, value) = self.0.part.get(record);
-        match schema {
+        let (schema, value) = self.0.part.peek(record);
+        let (schema, extracted) = match schema {
             Some(schema) => {
                 let field = schema.field(&self.0.field).ok_or_else(|| {
                     ConnectError::data(format!("unknown field: {}", self.0.field))
@@ -204,26 +226,25 @@ impl Transformation for ExtractField {
                 let extracted = if value.is_null() {
                     Value::Null
                 } else {
-                    require_struct(&value, "field extraction")?
+                    require_struct(value, "field extraction")?
                         .get(&self.0.field)
                         .cloned()
                         .unwrap_or(Value::Null)
                 };
-                self.0
-                    .part
-                    .set(record, Some(field.schema.clone()), extracted);
+                (Some(field.schema.clone()), extracted)
             }
             None => {
                 let extracted = if value.is_null() {
                     Value::Null
                 } else {
-                    map_get(require_map(&value, "field extraction")?, &self.0.field)
+                    map_get(require_map(value, "field extraction")?, &self.0.field)
                         .cloned()
                         .unwrap_or(Value::Null)
                 };
-                self.0.part.set(record, None, extracted);
+                (None, extracted)
             }
-        }
+        };
+        self.0.part.set(record, schema, extracted);
         Ok(Applied::Keep)
     }
 }

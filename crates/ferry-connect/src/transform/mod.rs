@@ -147,11 +147,17 @@ pub enum Part {
 impl Part {
     /// The part of a record, with its schema.
     pub fn get(self, record: &dyn ConnectRecord) -> (Option<Arc<Schema>>, Value) {
-        let (schema, value) = match self {
+        let (schema, value) = self.peek(record);
+        (schema.cloned(), value.clone())
+    }
+
+    /// The part of a record, with its schema, borrowed: for a transform that reads a little of
+    /// it (cloning the whole of a large struct per record is most of such a transform's cost).
+    pub fn peek(self, record: &dyn ConnectRecord) -> (Option<&Arc<Schema>>, &Value) {
+        match self {
             Part::Key => record.key(),
             Part::Value => record.value(),
-        };
-        (schema.cloned(), value.clone())
+        }
     }
 
     /// Replace the part of a record.

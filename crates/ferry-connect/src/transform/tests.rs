@@ -363,6 +363,44 @@ fn value_to_key_needs_a_struct_or_map_with_the_fields() {
 }
 
 #[test]
+fn value_to_key_makes_each_value_schema_its_own_key_schema() {
+    // One chain sees records of two tables in turn: the key schema it keeps for the last value
+    // schema must never serve a record of another.
+    let table = |id: Schema| {
+        Arc::new(Schema::structure(vec![
+            ("id", id),
+            ("item", Schema::of(SchemaType::String).optional()),
+        ]))
+    };
+    let numbered = table(Schema::of(SchemaType::Int32));
+    let named = table(Schema::of(SchemaType::String));
+    let chain = Chain::from_config(&config(&[
+        ("transforms", "k"),
+        ("transforms.k.type", "ValueToKey"),
+        ("transforms.k.fields", "id"),
+    ]))
+    .expect("valid");
+    for (schema, id) in [
+        (&numbered, Value::Int32(1)),
+        (&named, Value::String("a".into())),
+        (&numbered, Value::Int32(2)),
+    ] {
+        let mut s = Struct::new(schema.clone()).expect("struct");
+        s.put("id", id.clone()).expect("id");
+        let mut r = sink("t", Some(schema.clone()), Value::Struct(s));
+        chain.apply(&mut r).expect("applies");
+        let key_schema = r.key_schema.expect("a key schema");
+        let field = key_schema.field("id").expect("id in the key");
+        assert!(Arc::ptr_eq(&field.schema, &schema.fields[0].schema));
+        assert_eq!(key_schema.fields.len(), 1);
+        let Value::Struct(key) = &r.key else {
+            panic!("a struct key, got {:?}", r.key)
+        };
+        assert_eq!(key.get("id"), Some(&id));
+    }
+}
+
+#[test]
 fn routers_rename_topics() {
     // Confluent's example: drop the "soe-" prefix.
     let mut r = sink("soe-Order", None, Value::Null);
