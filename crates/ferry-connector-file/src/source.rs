@@ -108,7 +108,8 @@ impl FileSourceTask {
 
     /// Complete lines in `pending`, up to `batch.size`, as records.
     fn records(&mut self) -> Vec<SourceRecord> {
-        let mut records = Vec::new();
+        // At most a record per byte: the batch is allocated once, not grown record by record.
+        let mut records = Vec::with_capacity(self.config.batch_size.min(self.pending.len()));
         let mut consumed = 0;
         while records.len() < self.config.batch_size {
             let rest = &self.pending[consumed..];
