@@ -41,8 +41,10 @@ const TOPICS_EVERY: Duration = Duration::from_secs(1);
 /// The class named for a record that could not be delivered.
 const PRODUCER_CLASS: &str = "org.apache.kafka.clients.producer.KafkaProducer";
 
-/// A source record's partition and offset, as JSON texts.
-type SourcePosition = (String, String);
+/// A source record's partition (its JSON text, shared by the records of the partition) and
+/// offset (the task's own map, moved, not copied: its JSON text is written only for a commit
+/// or an error, not per record).
+type SourcePosition = (Arc<str>, Arc<SourceMap>);
 
 /// In-flight records before the loop waits for deliveries.
 const MAX_IN_FLIGHT: usize = 50_000;
@@ -131,14 +133,17 @@ pub struct SourceLoop<Pr: SourceProducer, P: Control> {
     /// Creates the topics it writes to before their first record (KIP-158), if configured.
     topics: Option<SourceTopics>,
     in_flight: Vec<(Pr::Delivery, SourcePosition)>,
-    /// Latest offset per source partition among the records sent (JSON texts).
-    sent: BTreeMap<String, String>,
-    committed: BTreeMap<String, String>,
+    /// Latest offset per source partition among the records sent.
+    sent: BTreeMap<Arc<str>, Arc<SourceMap>>,
+    /// Whether `sent` moved since the last commit.
+    moved: bool,
+    /// The offsets last committed, per source partition (JSON texts).
+    committed: BTreeMap<Arc<str>, String>,
     /// The topics written to since they were last recorded.
     used: TopicsUsed,
     /// The source partition of the record before, and its JSON text: a task's records mostly
     /// come from the partition of the record before them.
-    last_partition: Option<(SourceMap, String)>,
+    last_partition: Option<(SourceMap, Arc<str>)>,
 }
 
 impl SourceLoop<FutureProducer, UnitCtx> {
@@ -209,6 +214,7 @@ impl<Pr: SourceProducer, P: Control> SourceLoop<Pr, P> {
             topics,
             in_flight: Vec::new(),
             sent: BTreeMap::new(),
+            moved: false,
             committed: BTreeMap::new(),
             used: TopicsUsed::default(),
             last_partition: None,
@@ -216,11 +222,11 @@ impl<Pr: SourceProducer, P: Control> SourceLoop<Pr, P> {
     }
 
     /// The JSON text of a record's source partition.
-    fn partition_json(&mut self, partition: &SourceMap) -> String {
+    fn partition_json(&mut self, partition: &SourceMap) -> Arc<str> {
         match &self.last_partition {
             Some((last, text)) if last == partition => text.clone(),
             _ => {
-                let text = source_map_json(partition);
+                let text: Arc<str> = source_map_json(partition).into();
                 self.last_partition = Some((partition.clone(), text.clone()));
                 text
             }
@@ -244,7 +250,7 @@ impl<Pr: SourceProducer, P: Control> SourceLoop<Pr, P> {
         for mut record in records {
             let position = (
                 self.partition_json(&record.source_partition),
-                source_map_json(&record.source_offset),
+                Arc::new(std::mem::take(&mut record.source_offset)),
             );
             match self.pipeline.source_record(&mut record) {
                 Ok(Some(out)) => self.produce(&record, &out, &position).await?,
@@ -257,6 +263,7 @@ impl<Pr: SourceProducer, P: Control> SourceLoop<Pr, P> {
                 }
             }
             self.sent.insert(position.0, position.1);
+            self.moved = true;
             if self.in_flight.len() >= MAX_IN_FLIGHT {
                 self.await_deliveries().await?;
             }
@@ -275,7 +282,7 @@ impl<Pr: SourceProducer, P: Control> SourceLoop<Pr, P> {
         error: ConnectError,
     ) -> Result<(), Failure> {
         let mut ctx = self.pipeline.reporter.context(at, stage, class);
-        ctx.source = Some(position.clone());
+        ctx.source = Some((position.0.to_string(), source_map_json(&position.1)));
         Ok(self.pipeline.reporter.tolerate(&ctx, original, error)?)
     }
 
@@ -359,14 +366,12 @@ impl<Pr: SourceProducer, P: Control> SourceLoop<Pr, P> {
         // The records that failed since the last commit are in the DLQ before their offsets
         // move.
         self.pipeline.reporter.flush().await?;
-        let offsets: Vec<SourceOffset> = self
+        self.moved = false;
+        let offsets: Vec<(Arc<str>, String)> = self
             .sent
             .iter()
-            .filter(|(p, o)| self.committed.get(*p) != Some(*o))
-            .map(|(p, o)| SourceOffset {
-                partition: p.clone(),
-                offset: Some(o.clone()),
-            })
+            .map(|(p, o)| (p.clone(), source_map_json(o)))
+            .filter(|(p, o)| self.committed.get(p) != Some(o))
             .collect();
         if offsets.is_empty() {
             return Ok(());
@@ -376,10 +381,16 @@ impl<Pr: SourceProducer, P: Control> SourceLoop<Pr, P> {
                 name: self.unit.name.clone(),
                 task: self.unit.task,
                 generation: self.unit.generation,
-                offsets,
+                offsets: offsets
+                    .iter()
+                    .map(|(p, o)| SourceOffset {
+                        partition: p.to_string(),
+                        offset: Some(o.clone()),
+                    })
+                    .collect(),
             })
             .await?;
-        self.committed = self.sent.clone();
+        self.committed.extend(offsets);
         self.task.commit().await?;
         debug!(unit = %self.unit.label, "source offsets committed");
         Ok(())
@@ -427,7 +438,7 @@ impl<Pr: SourceProducer, P: Control> SourceLoop<Pr, P> {
             // `poll` returns within about a second; stop and pause are seen between polls.
             // When the source has nothing more for now, what it sent is committed at once:
             // a task moved or killed after a burst of records does not send them again.
-            if self.send_batch().await? == 0 && self.sent != self.committed {
+            if self.send_batch().await? == 0 && self.moved {
                 self.commit().await?;
                 last_commit = tokio::time::Instant::now();
             }
