@@ -84,8 +84,9 @@ pub type SourceMap = BTreeMap<String, serde_json::Value>;
 /// A record produced by a source task.
 #[derive(Clone, Debug, PartialEq)]
 pub struct SourceRecord {
-    /// Where the record came from (e.g. `{"filename": …}`).
-    pub source_partition: SourceMap,
+    /// Where the record came from (e.g. `{"filename": …}`): shared by a task's records of the
+    /// same partition, so that a record costs a reference count rather than a copy of the map.
+    pub source_partition: Arc<SourceMap>,
     /// How far that source has been read once this record is delivered (e.g. `{"position": …}`).
     pub source_offset: SourceMap,
     /// The topic it goes to.

@@ -47,7 +47,7 @@ impl Connector for FileSourceConnector {
 /// Reads the file's lines from the committed position, `batch.size` at a time.
 pub struct FileSourceTask {
     config: FileSourceConfig,
-    partition: SourceMap,
+    partition: Arc<SourceMap>,
     file: Option<tokio::fs::File>,
     /// Byte position of the first byte of `pending` in the file.
     position: u64,
@@ -74,7 +74,7 @@ impl FileSourceTask {
         debug!(file = %config.file, position = start_position, "starting at the committed position");
         Ok(Box::new(FileSourceTask {
             config,
-            partition,
+            partition: Arc::new(partition),
             file: None,
             position: 0,
             pending: Vec::new(),
@@ -131,10 +131,7 @@ impl FileSourceTask {
             let offset = self.position + consumed as u64;
             records.push(SourceRecord {
                 source_partition: self.partition.clone(),
-                source_offset: BTreeMap::from([(
-                    POSITION_FIELD.to_string(),
-                    serde_json::json!(offset),
-                )]),
+                source_offset: position_map(offset),
                 topic: self.config.topic.clone(),
                 partition: None,
                 key_schema: None,
@@ -149,6 +146,14 @@ impl FileSourceTask {
         self.position += consumed as u64;
         records
     }
+}
+
+/// A record's source offset: the position after its line. (One insert: `BTreeMap::from`
+/// sorts and deduplicates its entries first, per record.)
+fn position_map(offset: u64) -> SourceMap {
+    let mut map = BTreeMap::new();
+    map.insert(POSITION_FIELD.to_string(), serde_json::json!(offset));
+    map
 }
 
 #[async_trait]

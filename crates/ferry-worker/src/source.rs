@@ -143,7 +143,7 @@ pub struct SourceLoop<Pr: SourceProducer, P: Control> {
     used: TopicsUsed,
     /// The source partition of the record before, and its JSON text: a task's records mostly
     /// come from the partition of the record before them.
-    last_partition: Option<(SourceMap, Arc<str>)>,
+    last_partition: Option<(Arc<SourceMap>, Arc<str>)>,
 }
 
 impl SourceLoop<FutureProducer, UnitCtx> {
@@ -222,9 +222,9 @@ impl<Pr: SourceProducer, P: Control> SourceLoop<Pr, P> {
     }
 
     /// The JSON text of a record's source partition.
-    fn partition_json(&mut self, partition: &SourceMap) -> Arc<str> {
+    fn partition_json(&mut self, partition: &Arc<SourceMap>) -> Arc<str> {
         match &self.last_partition {
-            Some((last, text)) if last == partition => text.clone(),
+            Some((last, text)) if Arc::ptr_eq(last, partition) || last == partition => text.clone(),
             _ => {
                 let text: Arc<str> = source_map_json(partition).into();
                 self.last_partition = Some((partition.clone(), text.clone()));

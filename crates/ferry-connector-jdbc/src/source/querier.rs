@@ -23,7 +23,7 @@ use super::name_of;
 pub(super) struct Querier {
     pub(super) table: Option<TableId>,
     pub(super) topic: String,
-    pub(super) partition: SourceMap,
+    pub(super) partition: Arc<SourceMap>,
     pub(super) offset: Offset,
     /// Whether `timestamp.initial` was applied (once, without a committed offset).
     pub(super) started: bool,

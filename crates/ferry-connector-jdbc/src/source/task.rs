@@ -1,6 +1,7 @@
 //! The JDBC source task: each of its tables queried in turn, rows as records.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -84,7 +85,7 @@ impl JdbcSourceTask {
                 Querier {
                     topic: config.topic_of(table.as_ref()),
                     table,
-                    partition,
+                    partition: Arc::new(partition),
                     offset: Offset::default(),
                     started: false,
                     next_run: Instant::now(),

@@ -73,7 +73,10 @@ impl SourceTask for FakeSource {
         let end = (self.next + self.per_poll).min(self.to);
         let records = (self.next..end)
             .map(|n| SourceRecord {
-                source_partition: BTreeMap::from([("file".into(), serde_json::json!("f"))]),
+                source_partition: Arc::new(BTreeMap::from([(
+                    "file".into(),
+                    serde_json::json!("f"),
+                )])),
                 source_offset: BTreeMap::from([("position".into(), serde_json::json!(n + 1))]),
                 topic: "out".into(),
                 partition: None,
