@@ -2,7 +2,8 @@
 //! and a dead letter queue read back by an independent client (Python's confluent-kafka), and
 //! with `errors.tolerance=none`, a FAILED task whose config fix brings everything in; source
 //! records that fail a transform, dead-lettered with their source position; a retriable
-//! failure (a broken pipe) retried with backoff until it heals or `errors.retry.timeout` ends.
+//! failure (a broken pipe) retried with backoff until it heals or `errors.retry.timeout` ends; a
+//! source record the broker refuses, failing its task.
 
 use std::collections::BTreeSet;
 use std::os::unix::process::CommandExt;
@@ -309,6 +310,35 @@ fn source_records_that_fail_a_transform_are_dead_lettered_with_their_source_posi
         "SOURCE DLQ: {} numbers delivered, {} failed casts in dlq-numbers with their source positions",
         good.len(),
         dead.len()
+    ));
+}
+
+#[test]
+fn a_source_record_the_broker_refuses_fails_the_task_naming_it() {
+    // The broker refuses a record larger than its topic's max.message.bytes; the producer
+    // accepts it (its own limit is larger), so the refusal comes back as a delivery report.
+    let kafka = Kafka::start(&[("small", 1)]);
+    ferry_tests::brokers::set_topic_config(&kafka.bootstrap, "small", "max.message.bytes", "10000");
+    let (cluster, leader) = started(1, &kafka, Settings::default());
+    let input = cluster.dir.path().join("lines.txt");
+    std::fs::write(&input, format!("short\n{}\n", "x".repeat(20_000))).expect("write the input");
+    create_source_with(&cluster, leader, "lines-source", &input, "small", &[]);
+    let trace = wait_for("the source task FAILED", FLOW, || {
+        let status = cluster.json(leader, &["connectors", "status", "lines-source"]);
+        let task = &status["tasks"][0];
+        (task["state"] == "FAILED").then(|| task["trace"].as_str().unwrap_or_default().to_string())
+    });
+    assert!(trace.contains("KAFKA_PRODUCE"), "{trace}");
+    assert!(trace.contains("was not delivered to small"), "{trace}");
+    // Nothing was committed past the refused record: the task starts again from before it.
+    let offsets = cluster.json(leader, &["connectors", "offsets", "lines-source"]);
+    let committed = offsets["offsets"][0]["offset"]["position"]
+        .as_u64()
+        .unwrap_or(0);
+    assert!(committed <= "short\n".len() as u64, "{offsets}");
+    say(format!(
+        "REFUSED: the broker's refusal failed the source task: {}",
+        trace.lines().next().unwrap_or_default()
     ));
 }
 

@@ -10,7 +10,9 @@ use std::time::{Duration, Instant};
 
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
-use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
+use rdkafka::admin::{
+    AdminClient, AdminOptions, AlterConfig, NewTopic, ResourceSpecifier, TopicReplication,
+};
 use rdkafka::client::DefaultClientContext;
 use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{BaseConsumer, Consumer};
@@ -509,6 +511,22 @@ fn create_topics_as(
             .all(|(name, partitions)| known.contains(&(name.to_string(), *partitions as usize)))
             .then_some(())
     });
+}
+
+/// Set one config of a topic (`kafka-configs.sh --alter`), through the Admin API.
+pub fn set_topic_config(bootstrap: &str, topic: &str, key: &str, value: &str) {
+    let (admin, runtime) = admin(bootstrap, &[]);
+    let options = AdminOptions::new().operation_timeout(Some(Duration::from_secs(30)));
+    let change = AlterConfig::new(ResourceSpecifier::Topic(topic)).set(key, value);
+    let results = runtime
+        .block_on(admin.alter_configs([&change], &options))
+        .expect("AlterConfigs");
+    for result in results {
+        if let Err((resource, code)) = result {
+            panic!("cannot set {key}={value} on {resource:?}: {code}");
+        }
+    }
+    say(format!("topic {topic}: {key}={value}"));
 }
 
 /// Empty a shared cluster for the next test: delete every topic that is not Kafka's own and

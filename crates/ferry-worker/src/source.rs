@@ -9,7 +9,7 @@
 
 use std::collections::BTreeMap;
 use std::future::Future;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use ferry_connect::plugin::TaskFactory;
@@ -18,12 +18,11 @@ use ferry_connect::task::SourceTaskContext;
 use ferry_connect::topic_creation::TopicCreation;
 use ferry_connect::{ConnectError, SourceRecord, SourceTask, Stage};
 use ferry_meta::state::{Command, SourceOffset, TargetState};
-use futures::future::Map;
-use futures::FutureExt;
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::message::{Header as KafkaHeader, Message, OwnedHeaders, OwnedMessage};
-use rdkafka::producer::{DeliveryFuture, FutureProducer, FutureRecord};
-use tokio::sync::watch;
+use rdkafka::producer::{BaseRecord, DeliveryResult, Producer, ProducerContext, ThreadedProducer};
+use rdkafka::ClientContext;
+use tokio::sync::{watch, Notify};
 use tracing::{debug, info, instrument};
 
 use crate::admin::SourceTopics;
@@ -49,51 +48,81 @@ type SourcePosition = (Arc<str>, Arc<SourceMap>);
 /// In-flight records before the loop waits for deliveries.
 const MAX_IN_FLIGHT: usize = 50_000;
 
-/// What became of a record handed to the producer.
-pub enum Undelivered {
-    /// The broker refused it, or it timed out: the record as the producer gives it back.
-    Refused(KafkaError, Box<OwnedMessage>),
-    /// The producer dropped it.
-    Dropped,
-}
+/// A record the producer could not deliver: the broker refused it, or it timed out; the
+/// record as the producer gives it back.
+pub struct Undelivered(pub KafkaError, pub Box<OwnedMessage>);
 
-/// The producer of a source task, as its loop uses it: Kafka's (`FutureProducer`), or a fake
+/// The producer of a source task, as its loop uses it: Kafka's ([`KafkaProducer`]), or a fake
 /// in the loop's tests.
 pub trait SourceProducer: Send + Sync {
-    type Delivery: Future<Output = Result<(), Undelivered>> + Send;
-    /// Hand a record to the producer, to `topic` (and `partition`, if the source chose one);
-    /// `QueueFull` when its queue is full.
+    /// Hand a record to the producer, to `topic` (and `partition`, if the source chose one), as
+    /// the `seq`-th record since the loop last waited for deliveries; `QueueFull` when its queue
+    /// is full.
     fn send(
         &self,
         topic: &str,
         partition: Option<i32>,
         out: &Original,
-    ) -> Result<Self::Delivery, KafkaError>;
+        seq: usize,
+    ) -> Result<(), KafkaError>;
+
+    /// Wait until every record sent so far is delivered or refused: the refused ones, by the
+    /// `seq` they were sent with.
+    fn delivered(&self) -> impl Future<Output = Vec<(usize, Undelivered)>> + Send;
 }
 
-type Delivered = Result<
-    rdkafka::producer::future_producer::OwnedDeliveryResult,
-    futures::channel::oneshot::Canceled,
->;
+/// Kafka's producer of a source task. Deliveries are counted, not awaited one by one: the
+/// loop only ever waits for all it has sent (to commit, or to make room), so a delivery report
+/// costs a count, and only a refused record is kept (a future per record, with its channel,
+/// was a quarter of W3's CPU in ferryd).
+pub struct KafkaProducer(ThreadedProducer<Deliveries>);
 
-fn delivered(result: Delivered) -> Result<(), Undelivered> {
-    match result {
-        Ok(Ok(_)) => Ok(()),
-        Ok(Err((e, message))) => Err(Undelivered::Refused(e, Box::new(message))),
-        Err(_) => Err(Undelivered::Dropped),
+/// The delivery reports of a producer, as its polling thread hands them over.
+#[derive(Default)]
+pub struct Deliveries {
+    tally: Mutex<Tally>,
+    changed: Notify,
+}
+
+#[derive(Default)]
+struct Tally {
+    sent: u64,
+    reported: u64,
+    refused: Vec<(usize, Undelivered)>,
+}
+
+impl Deliveries {
+    fn tally(&self) -> std::sync::MutexGuard<'_, Tally> {
+        self.tally.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
 
-impl SourceProducer for FutureProducer {
-    type Delivery = Map<DeliveryFuture, fn(Delivered) -> Result<(), Undelivered>>;
+impl ClientContext for Deliveries {}
 
+impl ProducerContext for Deliveries {
+    type DeliveryOpaque = usize;
+
+    fn delivery(&self, result: &DeliveryResult<'_>, seq: usize) {
+        let mut tally = self.tally();
+        tally.reported += 1;
+        if let Err((e, message)) = result {
+            let record = Box::new(message.detach());
+            tally.refused.push((seq, Undelivered(e.clone(), record)));
+        }
+        drop(tally);
+        self.changed.notify_waiters();
+    }
+}
+
+impl SourceProducer for KafkaProducer {
     fn send(
         &self,
         topic: &str,
         partition: Option<i32>,
         out: &Original,
-    ) -> Result<Self::Delivery, KafkaError> {
-        let mut sending: FutureRecord<'_, [u8], [u8]> = FutureRecord::to(topic);
+        seq: usize,
+    ) -> Result<(), KafkaError> {
+        let mut sending: BaseRecord<'_, [u8], [u8], usize> = BaseRecord::with_opaque_to(topic, seq);
         if !out.headers.is_empty() {
             let mut headers = OwnedHeaders::new_with_capacity(out.headers.len());
             for (key, value) in &out.headers {
@@ -116,9 +145,27 @@ impl SourceProducer for FutureProducer {
         if let Some(ts) = out.timestamp {
             sending = sending.timestamp(ts);
         }
-        match self.send_result(sending) {
-            Ok(delivery) => Ok(delivery.map(delivered as fn(Delivered) -> Result<(), Undelivered>)),
-            Err((e, _)) => Err(e),
+        // Counted before it is handed over: its report may come before `send` returns.
+        let deliveries = self.0.context();
+        deliveries.tally().sent += 1;
+        self.0.send(sending).map_err(|(e, _)| {
+            deliveries.tally().sent -= 1;
+            e
+        })
+    }
+
+    async fn delivered(&self) -> Vec<(usize, Undelivered)> {
+        let deliveries = self.0.context();
+        loop {
+            // Registered before the count is read: a report in between still wakes it.
+            let changed = deliveries.changed.notified();
+            {
+                let mut tally = deliveries.tally();
+                if tally.reported >= tally.sent {
+                    return std::mem::take(&mut tally.refused);
+                }
+            }
+            changed.await;
         }
     }
 }
@@ -132,7 +179,9 @@ pub struct SourceLoop<Pr: SourceProducer, P: Control> {
     stop: watch::Receiver<bool>,
     /// Creates the topics it writes to before their first record (KIP-158), if configured.
     topics: Option<SourceTopics>,
-    in_flight: Vec<(Pr::Delivery, SourcePosition)>,
+    /// The positions of the records sent since the loop last waited for deliveries, in the
+    /// order sent (a record's index is the `seq` it was sent with).
+    in_flight: Vec<SourcePosition>,
     /// Latest offset per source partition among the records sent.
     sent: BTreeMap<Arc<str>, Arc<SourceMap>>,
     /// Whether `sent` moved since the last commit.
@@ -146,7 +195,7 @@ pub struct SourceLoop<Pr: SourceProducer, P: Control> {
     last_partition: Option<(Arc<SourceMap>, Arc<str>)>,
 }
 
-impl SourceLoop<FutureProducer, UnitCtx> {
+impl SourceLoop<KafkaProducer, UnitCtx> {
     async fn start(ctx: UnitCtx, stop: watch::Receiver<bool>) -> Result<Self, Failure> {
         let TaskFactory::Source(factory) = ctx.plugin.tasks else {
             return Err(ConnectError::fatal(format!(
@@ -158,9 +207,11 @@ impl SourceLoop<FutureProducer, UnitCtx> {
         let kafka = ctx.kafka()?;
         let pipeline = Pipeline::of_unit(&ctx, &kafka, true).await?;
         let config = crate::clients::for_unit(&kafka, crate::clients::Role::Producer, &ctx)?;
-        let producer: FutureProducer = config
-            .create()
-            .map_err(|e| ConnectError::fatal(format!("cannot create a Kafka producer: {e}")))?;
+        let producer = KafkaProducer(
+            config
+                .create_with_context(Deliveries::default())
+                .map_err(|e| ConnectError::fatal(format!("cannot create a Kafka producer: {e}")))?,
+        );
         let topics = match TopicCreation::from_config(&ctx.connector_config) {
             Ok(None) => None,
             Ok(Some(rules)) => {
@@ -297,10 +348,14 @@ impl<Pr: SourceProducer, P: Control> SourceLoop<Pr, P> {
             topics.ensure(&record.topic).await?;
         }
         loop {
-            match self.producer.send(&record.topic, record.partition, out) {
-                Ok(delivery) => {
+            let seq = self.in_flight.len();
+            match self
+                .producer
+                .send(&record.topic, record.partition, out, seq)
+            {
+                Ok(()) => {
                     self.used.saw(&record.topic);
-                    self.in_flight.push((delivery, position.clone()));
+                    self.in_flight.push(position.clone());
                     return Ok(());
                 }
                 Err(KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull)) => {
@@ -318,42 +373,41 @@ impl<Pr: SourceProducer, P: Control> SourceLoop<Pr, P> {
     }
 
     /// Wait until every record sent so far is delivered; one that is not goes through error
-    /// handling.
+    /// handling, in the order sent.
     async fn await_deliveries(&mut self) -> Result<(), Failure> {
-        // Drained from a vector taken out and put back, so that its room is kept for the next
-        // records (a fresh one grew again, copying, up to `MAX_IN_FLIGHT` each time).
+        if self.in_flight.is_empty() {
+            return Ok(());
+        }
+        let mut refused = self.producer.delivered().await;
+        refused.sort_by_key(|(seq, _)| *seq);
+        let delivered = self.in_flight.len().saturating_sub(refused.len());
+        self.pipeline
+            .metrics()
+            .source_record_write
+            .inc_by(delivered as i64);
+        // Taken out and put back, so that its room is kept for the next records (a fresh one
+        // grew again, copying, up to `MAX_IN_FLIGHT` each time).
         let mut in_flight = std::mem::take(&mut self.in_flight);
-        let awaited = self.await_each(&mut in_flight).await;
+        let reported = self.report_refused(&in_flight, refused);
         in_flight.clear();
         self.in_flight = in_flight;
-        awaited
+        reported
     }
 
-    /// [`Self::await_deliveries`] of the records taken out of `in_flight`.
-    async fn await_each(
-        &mut self,
-        in_flight: &mut Vec<(Pr::Delivery, SourcePosition)>,
+    /// Error handling for the records the producer could not deliver, of those `in_flight`.
+    fn report_refused(
+        &self,
+        in_flight: &[SourcePosition],
+        refused: Vec<(usize, Undelivered)>,
     ) -> Result<(), Failure> {
-        for (delivery, position) in in_flight.drain(..) {
-            let (error, original, at) = match delivery.await {
-                Ok(()) => {
-                    self.pipeline.metrics().source_record_write.inc();
-                    continue;
-                }
-                Err(Undelivered::Refused(e, msg)) => {
-                    let at = (msg.topic().to_string(), msg.partition(), -1);
-                    let error = ConnectError::fatal(format!(
-                        "a record was not delivered to {}: {e}",
-                        msg.topic()
-                    ));
-                    (error, Original::of(msg.as_ref()), at)
-                }
-                Err(Undelivered::Dropped) => (
-                    ConnectError::fatal("the producer dropped a record before delivery"),
-                    Original::default(),
-                    (String::new(), -1, -1),
-                ),
-            };
+        for (seq, Undelivered(e, message)) in refused {
+            let at = (message.topic().to_string(), message.partition(), -1);
+            let error = ConnectError::fatal(format!(
+                "a record was not delivered to {}: {e}",
+                message.topic()
+            ));
+            let position = in_flight.get(seq).cloned().unwrap_or_default();
+            let original = Original::of(message.as_ref());
             let class = PRODUCER_CLASS.to_string();
             self.failed(at, Stage::KafkaProduce, class, &position, &original, error)?;
         }

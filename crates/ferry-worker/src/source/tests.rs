@@ -4,7 +4,6 @@
 //! the commit cadence while records keep coming.
 
 use std::collections::BTreeMap;
-use std::pin::Pin;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -17,44 +16,51 @@ use rdkafka::types::RDKafkaErrorCode;
 use super::*;
 use crate::fakes::{self, FakeControl, Log};
 
-/// The producer: every delivery waits until the test releases them; the records whose values
-/// are listed are refused by the "broker".
+/// The producer: deliveries wait until the test releases them; the records whose values are
+/// listed are refused by the "broker".
 struct FakeProducer {
     released: watch::Receiver<bool>,
     refused: Vec<String>,
     log: Log,
+    /// The records sent and not yet reported: their `seq`, and the message if it is refused.
+    sent: std::sync::Mutex<Vec<(usize, Option<OwnedMessage>)>>,
 }
 
 impl SourceProducer for FakeProducer {
-    type Delivery = Pin<Box<dyn Future<Output = Result<(), Undelivered>> + Send>>;
-
     fn send(
         &self,
         topic: &str,
         partition: Option<i32>,
         out: &Original,
-    ) -> Result<Self::Delivery, KafkaError> {
+        seq: usize,
+    ) -> Result<(), KafkaError> {
         let value = String::from_utf8_lossy(out.value.as_deref().unwrap_or_default()).to_string();
         self.log.push(format!("send {value}"));
+        let refused = self.refused.contains(&value).then(|| {
+            OwnedMessage::new(
+                out.value.clone(),
+                out.key.clone(),
+                topic.to_string(),
+                Timestamp::NotAvailable,
+                partition.unwrap_or(0),
+                -1,
+                None,
+            )
+        });
+        self.sent.lock().expect("sent").push((seq, refused));
+        Ok(())
+    }
+
+    async fn delivered(&self) -> Vec<(usize, Undelivered)> {
         let mut released = self.released.clone();
-        let refused = self.refused.contains(&value);
-        let message = OwnedMessage::new(
-            out.value.clone(),
-            out.key.clone(),
-            topic.to_string(),
-            Timestamp::NotAvailable,
-            partition.unwrap_or(0),
-            -1,
-            None,
-        );
-        Ok(Box::pin(async move {
-            let _ = released.wait_for(|r| *r).await;
-            if refused {
+        let _ = released.wait_for(|r| *r).await;
+        let sent = std::mem::take(&mut *self.sent.lock().expect("sent"));
+        sent.into_iter()
+            .filter_map(|(seq, refused)| {
                 let e = KafkaError::MessageProduction(RDKafkaErrorCode::MessageTimedOut);
-                return Err(Undelivered::Refused(e, Box::new(message)));
-            }
-            Ok(())
-        }))
+                refused.map(|message| (seq, Undelivered(e, Box::new(message))))
+            })
+            .collect()
     }
 }
 
@@ -127,6 +133,7 @@ fn start(to: u64, per_poll: u64, config: &[(&str, &str)], refused: &[&str], rele
         released: released_rx,
         refused: refused.iter().map(|r| r.to_string()).collect(),
         log: log.clone(),
+        sent: Default::default(),
     };
     let task = FakeSource {
         next: 0,
