@@ -41,6 +41,15 @@ fn orders(cluster: &Cluster) -> (PathBuf, BTreeSet<String>, Vec<(usize, String)>
     (path, good, bad)
 }
 
+/// Wait (as `what`) until the first task of connector `name` is FAILED: its trace.
+fn failed_trace(cluster: &Cluster, leader: u64, name: &str, what: &str) -> String {
+    wait_for(what, FLOW, || {
+        let status = cluster.json(leader, &["connectors", "status", name]);
+        let task = &status["tasks"][0];
+        (task["state"] == "FAILED").then(|| task["trace"].as_str().unwrap_or_default().to_string())
+    })
+}
+
 fn sink_config<'a>(file: &'a str, tolerance: &'a str) -> Vec<(&'a str, &'a str)> {
     vec![
         ("connector.class", "FileStreamSink"),
@@ -178,11 +187,7 @@ fn without_tolerance_the_task_fails_with_a_readable_trace_and_a_config_fix_resum
         "strict",
         &sink_config("strict.out", "none"),
     );
-    let trace = wait_for("the strict sink FAILED", FLOW, || {
-        let status = cluster.json(leader, &["connectors", "status", "strict"]);
-        let task = &status["tasks"][0];
-        (task["state"] == "FAILED").then(|| task["trace"].as_str().unwrap_or_default().to_string())
-    });
+    let trace = failed_trace(&cluster, leader, "strict", "the strict sink FAILED");
     assert!(trace.contains("VALUE_CONVERTER"), "{trace}");
     assert!(
         trace.contains("orders-0 offset 7"),
@@ -323,11 +328,7 @@ fn a_source_record_the_broker_refuses_fails_the_task_naming_it() {
     let input = cluster.dir.path().join("lines.txt");
     std::fs::write(&input, format!("short\n{}\n", "x".repeat(20_000))).expect("write the input");
     create_source_with(&cluster, leader, "lines-source", &input, "small", &[]);
-    let trace = wait_for("the source task FAILED", FLOW, || {
-        let status = cluster.json(leader, &["connectors", "status", "lines-source"]);
-        let task = &status["tasks"][0];
-        (task["state"] == "FAILED").then(|| task["trace"].as_str().unwrap_or_default().to_string())
-    });
+    let trace = failed_trace(&cluster, leader, "lines-source", "the source task FAILED");
     assert!(trace.contains("KAFKA_PRODUCE"), "{trace}");
     assert!(trace.contains("was not delivered to small"), "{trace}");
     // Nothing was committed past the refused record: the task starts again from before it.
@@ -482,11 +483,12 @@ fn a_broken_pipe_is_retried_with_backoff_until_it_heals_or_the_retry_timeout_end
     });
     drop(reader);
     append(lines(20, 30));
-    let trace = wait_for("the sink FAILED after its retry timeout", FLOW, || {
-        let status = cluster.json(leader, &["connectors", "status", "piped-sink"]);
-        let task = &status["tasks"][0];
-        (task["state"] == "FAILED").then(|| task["trace"].as_str().unwrap_or_default().to_string())
-    });
+    let trace = failed_trace(
+        &cluster,
+        leader,
+        "piped-sink",
+        "the sink FAILED after its retry timeout",
+    );
     assert!(trace.contains("errors.retry.timeout"), "{trace}");
     assert!(trace.contains("Broken pipe"), "{trace}");
     assert!(
