@@ -109,8 +109,13 @@ impl ProducerContext for Deliveries {
             let record = Box::new(message.detach());
             tally.refused.push((seq, Undelivered(e.clone(), record)));
         }
+        // The loop waits only for every record sent to be reported: the last report wakes it,
+        // the others cost a count.
+        let all = tally.reported >= tally.sent;
         drop(tally);
-        self.changed.notify_waiters();
+        if all {
+            self.changed.notify_waiters();
+        }
     }
 }
 
