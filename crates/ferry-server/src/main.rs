@@ -22,9 +22,11 @@ use clap::Parser;
 use tokio::sync::watch;
 use tracing::error;
 
-/// The allocator of Ferry's own data (librdkafka's stays glibc's): a record's values, maps and
-/// buffers are allocated and freed at a high rate on several threads, where glibc's malloc
-/// spent a third of a source task's CPU (`make bench` W3's profile).
+/// The allocator of the whole process: a record's values, maps and buffers are allocated and
+/// freed at a high rate on several threads, where glibc's malloc spent a third of a source
+/// task's CPU (`make bench` W3's profile). librdkafka's C `malloc`/`free` are mimalloc's too
+/// (the crate's `override` feature): its fetch thread allocates each message and a task's
+/// thread frees it, where glibc's arenas took locks and zeroed fresh pages (W1's profile).
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
