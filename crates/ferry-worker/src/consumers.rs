@@ -40,7 +40,7 @@ use tokio::sync::oneshot;
 use tracing::{debug, info, warn};
 
 use crate::clients::SharedConsumerConfig;
-use crate::librdkafka;
+use crate::librdkafka::{self, BatchQueue, RawMessage};
 
 /// How long a group's offsets are asked for, or committed, before the call fails.
 const GROUP_CALL_TIMEOUT: Duration = Duration::from_secs(10);
@@ -315,6 +315,7 @@ impl Consumers {
             pool: self.clone(),
             shared: shared.clone(),
             queue: None,
+            batch: None,
             partitions: partitions.to_vec(),
             group: (config.group.clone(), config.properties.clone()),
             assigned: false,
@@ -324,6 +325,10 @@ impl Consumers {
             .split_partition_queue(&first.topic, first.partition)
             .ok_or_else(|| ConnectError::fatal(format!("{first}: no queue of its own")))?;
         task.queue = Some(queue);
+        task.batch = Some(
+            BatchQueue::new(shared.consumer.client(), &first)
+                .map_err(|e| ConnectError::fatal(format!("consumer queue of {first}: {e}")))?,
+        );
         // Forwarded before they are assigned: none of their messages reach another queue.
         for tp in &partitions[1..] {
             librdkafka::forward(shared.consumer.client(), tp, Some(&first))
@@ -363,6 +368,8 @@ pub struct TaskConsumer {
     shared: Arc<Shared>,
     /// `None` only while it is made.
     queue: Option<StreamPartitionQueue<DefaultConsumerContext>>,
+    /// The same queue, for the messages ready after the first (`None` only while it is made).
+    batch: Option<BatchQueue>,
     partitions: Vec<TopicPartition>,
     /// Its group client's key: its group and client properties.
     group: GroupKey,
@@ -370,11 +377,19 @@ pub struct TaskConsumer {
 }
 
 impl TaskConsumer {
-    /// Whether a message is of this task's partitions.
-    fn owns(&self, m: &BorrowedMessage<'_>) -> bool {
-        self.partitions
+    /// Whether a message is of this task's partitions; one that is not is logged and let go.
+    /// It would be of a partition another task held before on this consumer, from before
+    /// that task let it go: librdkafka delivers no message fetched before an unassign, so this
+    /// is never expected; its owner reads it from its offsets.
+    fn keeps(&self, m: &impl Message) -> bool {
+        let owns = self
+            .partitions
             .iter()
-            .any(|tp| tp.partition == m.partition() && tp.topic == m.topic())
+            .any(|tp| tp.partition == m.partition() && tp.topic == m.topic());
+        if !owns {
+            warn!(consumer = self.shared.id, topic = m.topic(), partition = m.partition(), offset = m.offset(), "a message of another task's partition on this task's queue; not this task's to take");
+        }
+        owns
     }
 
     /// The next message of the task's partitions, waiting for one.
@@ -384,14 +399,20 @@ impl TaskConsumer {
         };
         loop {
             let m = queue.recv().await?;
-            if self.owns(&m) {
+            if self.keeps(&m) {
                 return Ok(m);
             }
-            // A message of a partition another task held before on this consumer, from
-            // before that task let it go: librdkafka delivers no message fetched before an
-            // unassign, so this is never expected; its owner reads it from its offsets.
-            warn!(consumer = self.shared.id, topic = m.topic(), partition = m.partition(), offset = m.offset(), "a message of another task's partition on this task's queue; not this task's to take");
         }
+    }
+
+    /// The messages of the task's partitions ready now, up to `max`, without waiting.
+    pub fn ready(&self, max: usize) -> Vec<KafkaResult<RawMessage<'_>>> {
+        let Some(batch) = &self.batch else {
+            return Vec::new();
+        };
+        let mut ready = batch.ready(max);
+        ready.retain(|m| m.as_ref().map_or(true, |m| self.keeps(m)));
+        ready
     }
 
     /// Consume `tp` again from `offset`.
@@ -489,6 +510,7 @@ impl Drop for TaskConsumer {
             pool: self.pool.clone(),
             shared: self.shared.clone(),
             queue: self.queue.take(),
+            batch: self.batch.take(),
             partitions: std::mem::take(&mut self.partitions),
             assigned: self.assigned,
         };
@@ -504,6 +526,7 @@ struct Going {
     pool: Arc<Consumers>,
     shared: Arc<Shared>,
     queue: Option<StreamPartitionQueue<DefaultConsumerContext>>,
+    batch: Option<BatchQueue>,
     partitions: Vec<TopicPartition>,
     assigned: bool,
 }
@@ -526,6 +549,8 @@ impl Going {
                 debug!(error = %e, partition = %tp, "cannot stop forwarding a partition's queue");
             }
         }
+        // Its queue handles go before the consumer may be closed.
+        drop(self.batch);
         drop(self.queue);
         self.pool.release(&self.shared, &self.partitions);
     }

@@ -12,7 +12,6 @@ use ferry_connect::plugin::TaskFactory;
 use ferry_connect::task::{Rewinds, SinkTaskContext};
 use ferry_connect::{ConnectError, SinkRecord, SinkTask, TopicPartition};
 use ferry_meta::state::{Command, SinkOffset, TargetState};
-use futures::FutureExt;
 use rdkafka::error::KafkaResult;
 use rdkafka::message::{BorrowedMessage, Message};
 use rdkafka::Offset;
@@ -21,6 +20,7 @@ use tracing::{debug, info, instrument, warn};
 
 use crate::consumers::TaskConsumer;
 use crate::dlq::Original;
+use crate::librdkafka::RawMessage;
 use crate::pipeline::Pipeline;
 use crate::report::Held;
 use crate::retry::Retries;
@@ -61,8 +61,15 @@ pub trait SinkConsumer: Send + Sync {
     type Message<'a>: Message + Send
     where
         Self: 'a;
+    /// A message [`SinkConsumer::ready`] returns.
+    type Ready<'a>: Message + Send
+    where
+        Self: 'a;
     /// The next message, waiting for one.
     fn recv(&self) -> impl Future<Output = KafkaResult<Self::Message<'_>>> + Send;
+    /// The messages ready now, up to `max` (errors the consumer reports among them), in order,
+    /// without waiting.
+    fn ready(&self, max: usize) -> Vec<KafkaResult<Self::Ready<'_>>>;
     /// Consume a partition again from `offset`.
     fn seek(&self, tp: &TopicPartition, offset: i64) -> KafkaResult<()>;
     /// Commit offsets to the consumer group (for monitoring; Raft has them), without waiting.
@@ -71,9 +78,14 @@ pub trait SinkConsumer: Send + Sync {
 
 impl SinkConsumer for TaskConsumer {
     type Message<'a> = BorrowedMessage<'a>;
+    type Ready<'a> = RawMessage<'a>;
 
     fn recv(&self) -> impl Future<Output = KafkaResult<BorrowedMessage<'_>>> + Send {
         TaskConsumer::recv(self)
+    }
+
+    fn ready(&self, max: usize) -> Vec<KafkaResult<RawMessage<'_>>> {
+        TaskConsumer::ready(self, max)
     }
 
     fn seek(&self, tp: &TopicPartition, offset: i64) -> KafkaResult<()> {
@@ -457,15 +469,14 @@ impl<C: SinkConsumer, P: Control> SinkLoop<C, P> {
         let mut batch = Batch::default();
         self.take(&first, &mut batch)?;
         drop(first);
-        while batch.messages < MAX_BATCH {
-            let Some(next) = next_message(self.consumer.as_ref()).now_or_never() else {
-                break;
-            };
+        let Some(consumer) = &self.consumer else {
+            return Ok(Some(Box::new(batch)));
+        };
+        for next in consumer.ready(MAX_BATCH - 1) {
             match next {
                 Ok(next) => self.take(&next, &mut batch)?,
                 Err(e) if recovers_by_itself(&e) => {
                     warn!(unit = %self.unit.label, error = %e, "the consumer reports a transient error; it retries by itself");
-                    break;
                 }
                 Err(e) => return Err(kafka_error("consume", e).into()),
             }

@@ -81,6 +81,7 @@ impl FakeConsumer {
 
 impl SinkConsumer for FakeConsumer {
     type Message<'a> = OwnedMessage;
+    type Ready<'a> = OwnedMessage;
 
     async fn recv(&self) -> KafkaResult<OwnedMessage> {
         loop {
@@ -89,6 +90,13 @@ impl SinkConsumer for FakeConsumer {
             }
             self.more.notified().await;
         }
+    }
+
+    fn ready(&self, max: usize) -> Vec<KafkaResult<OwnedMessage>> {
+        std::iter::from_fn(|| self.next())
+            .take(max)
+            .map(Ok)
+            .collect()
     }
 
     fn seek(&self, tp: &TopicPartition, offset: i64) -> KafkaResult<()> {
@@ -193,9 +201,14 @@ struct Shared(Arc<FakeConsumer>);
 
 impl SinkConsumer for Shared {
     type Message<'a> = OwnedMessage;
+    type Ready<'a> = OwnedMessage;
 
     fn recv(&self) -> impl Future<Output = KafkaResult<OwnedMessage>> + Send {
         self.0.recv()
+    }
+
+    fn ready(&self, max: usize) -> Vec<KafkaResult<OwnedMessage>> {
+        self.0.ready(max)
     }
 
     fn seek(&self, tp: &TopicPartition, offset: i64) -> KafkaResult<()> {
