@@ -3,7 +3,8 @@
 //! with `errors.tolerance=none`, a FAILED task whose config fix brings everything in; source
 //! records that fail a transform, dead-lettered with their source position; a retriable
 //! failure (a broken pipe) retried with backoff until it heals or `errors.retry.timeout` ends; a
-//! source record the broker refuses, failing its task.
+//! source record the broker refuses, failing its task; a consumed record's own headers, kept
+//! into the dead letter queue.
 
 use std::collections::BTreeSet;
 use std::os::unix::process::CommandExt;
@@ -17,6 +18,9 @@ use ferry_tests::{
 };
 use nix::sys::signal::{killpg, Signal};
 use nix::unistd::Pid;
+use rdkafka::config::ClientConfig;
+use rdkafka::message::{Header, OwnedHeaders};
+use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
 use serde_json::Value;
 
 const FLOW: Duration = Duration::from_secs(90);
@@ -171,6 +175,76 @@ fn malformed_records_go_to_the_dead_letter_queue_with_their_context_and_the_rest
     say(format!(
         "DLQ: {} good orders delivered, {} malformed ones in dlq-orders with all ten context headers",
         good.len(),
+        dead.len()
+    ));
+}
+
+/// Records consumed by a sink keep their own headers: a dead-lettered one carries them ahead
+/// of the context headers, whether it was the first message of a batch (polled) or among
+/// those taken with it (the task's ready messages, read in one librdkafka call).
+#[test]
+fn a_dead_lettered_record_keeps_the_headers_it_was_consumed_with() {
+    const RECORDS: usize = 1200;
+    let kafka = Kafka::start(&[("orders", 1), ("dlq-orders", 1)]);
+    let (cluster, leader) = started(1, &kafka, Settings::default());
+    // Every record has headers; every 200th (0, 200, …) is malformed. All are in the topic
+    // before the connector starts, so most of the malformed ones are in a batch's later part.
+    let producer: BaseProducer = ClientConfig::new()
+        .set("bootstrap.servers", &kafka.bootstrap)
+        .create()
+        .expect("a producer");
+    let bad: Vec<usize> = (0..RECORDS).step_by(200).collect();
+    let values: Vec<String> = (0..RECORDS)
+        .map(|i| match bad.contains(&i) {
+            true => format!(r#"{{"id": {i}, "item": "#),
+            false => format!(r#"{{"id":{i}}}"#),
+        })
+        .collect();
+    for (i, value) in values.iter().enumerate() {
+        let trace = format!("t{i}");
+        let headers = OwnedHeaders::new()
+            .insert(Header {
+                key: "trace-id",
+                value: Some(trace.as_str()),
+            })
+            .insert(Header {
+                key: "empty",
+                value: None::<&str>,
+            });
+        let mut record = BaseRecord::<(), str>::to("orders")
+            .payload(value.as_str())
+            .headers(headers);
+        while let Err((_, r)) = producer.send(record) {
+            record = r;
+            producer.poll(Duration::from_millis(10));
+        }
+    }
+    producer
+        .flush(Duration::from_secs(30))
+        .expect("every record produced");
+    create(&cluster, leader, "sink", &sink_config("sink.out", "all"));
+    let dead = read_topic(&kafka, "dlq-orders", bad.len());
+    assert_eq!(dead.len(), bad.len(), "{dead:?}");
+    for (record, i) in dead.iter().zip(&bad) {
+        let h = &record["headers"];
+        assert_eq!(record["value"].as_str(), Some(values[*i].as_str()));
+        assert_eq!(
+            h["trace-id"].as_str(),
+            Some(format!("t{i}").as_str()),
+            "{h}"
+        );
+        assert!(
+            h.get("empty").is_some_and(Value::is_null),
+            "a header without a value stays, valueless: {h}"
+        );
+        assert_eq!(error_header(h, "offset"), Some(i.to_string()), "{h}");
+    }
+    wait_for("every good record in the sink", FLOW, || {
+        let lines = lines_in_work_dirs(&cluster, "sink.out").len();
+        (lines == RECORDS - bad.len()).then_some(())
+    });
+    say(format!(
+        "headers: {} dead-lettered records of {RECORDS} kept their own headers",
         dead.len()
     ));
 }

@@ -356,10 +356,10 @@ impl Converter for StringConverter {
 }
 
 /// Bytes as text, invalid UTF-8 replaced (as Java's decoder does). Valid text, the usual
-/// case, is checked by `str::from_utf8`'s word-at-a-time validation, several times faster than
-/// the lossy decoder's byte-by-byte walk.
+/// case, is checked with SIMD instructions (the simdutf8 crate), several times faster than
+/// `str::from_utf8`'s word-at-a-time walk (W1's profile: 3.6 % of ferryd's CPU in it).
 fn text_of(bytes: &[u8]) -> String {
-    match std::str::from_utf8(bytes) {
+    match simdutf8::basic::from_utf8(bytes) {
         Ok(text) => text.to_owned(),
         Err(_) => String::from_utf8_lossy(bytes).into_owned(),
     }
