@@ -46,6 +46,7 @@ fn group_offsets(kafka: &Kafka, group: &str, topic: &str, partitions: i32) -> BT
 fn file_source_to_a_topic_to_file_sinks_delivers_every_line_through_every_partition_and_task() {
     let kafka = Kafka::start(&[("lines", 3)]);
     let (cluster, leader) = started(3, &kafka, Settings::default());
+    huge_pages_are_off(&cluster);
     let (input, expected) = write_input(&cluster, 10_000);
     let started = Instant::now();
     create_source(&cluster, leader, &input, "lines");
@@ -158,6 +159,23 @@ impl Writer {
 impl Drop for Writer {
     fn drop(&mut self) {
         self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
+/// Every node runs with transparent huge pages off (each of librdkafka's threads would
+/// otherwise hold 2 MiB pages of mimalloc's regions), as the kernel shows in
+/// `/proc/<pid>/status` (a kernel without the line shows nothing to check).
+fn huge_pages_are_off(cluster: &Cluster) {
+    for id in 1..=3 {
+        let pid = cluster.node(id).pid().expect("a running node");
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("its status");
+        if let Some(line) = status.lines().find(|l| l.starts_with("THP_enabled:")) {
+            assert_eq!(
+                line.split_whitespace().nth(1),
+                Some("0"),
+                "node {id}: {line}"
+            );
+        }
     }
 }
 
