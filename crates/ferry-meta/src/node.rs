@@ -64,6 +64,8 @@ struct Inner {
     membership: tokio::sync::Mutex<()>,
     /// The leader said this node is not a member any more.
     removed: std::sync::atomic::AtomicBool,
+    /// The read-index rounds that this node's linearizable reads share.
+    reads: reads::Rounds,
 }
 
 /// A node's start as the leader saw it in its heartbeats.
@@ -173,6 +175,7 @@ impl MetaNode {
                 suspects: Mutex::new(BTreeMap::new()),
                 membership: tokio::sync::Mutex::new(()),
                 removed: std::sync::atomic::AtomicBool::new(false),
+                reads: reads::Rounds::default(),
             }),
         };
         tokio::spawn(node.clone().follow_standing());
