@@ -172,6 +172,29 @@ fn malformed_records_go_to_the_dead_letter_queue_with_their_context_and_the_rest
         ),
         0
     );
+    // The same series as Prometheus scrapes them: `GET /metrics` on the REST listener.
+    let scraped = cluster
+        .rest(leader, "GET", "/metrics", ferry_tests::rest::Body::None)
+        .expect("GET /metrics answers");
+    assert_eq!(scraped.status, 200, "{:?}", scraped.body);
+    assert!(
+        scraped
+            .header("content-type")
+            .is_some_and(|t| t.starts_with("application/openmetrics-text")),
+        "{:?}",
+        scraped.headers
+    );
+    let text = scraped.body.as_str().unwrap_or_default();
+    for (name, value) in [
+        ("kafka_connect_sink_task_sink_record_read_total", all),
+        (
+            "kafka_connect_task_error_deadletterqueue_produce_requests",
+            bad,
+        ),
+    ] {
+        let line = format!("{name}{{connector=\"sink\",task=\"0\"}} {value}");
+        assert!(text.lines().any(|l| l == line), "no {line:?} in\n{text}");
+    }
     say(format!(
         "DLQ: {} good orders delivered, {} malformed ones in dlq-orders with all ten context headers",
         good.len(),

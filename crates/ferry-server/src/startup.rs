@@ -146,6 +146,7 @@ pub async fn run(
     let routers = crate::rest::routers(
         core.clone(),
         loggers,
+        metrics.clone(),
         crate::rest::Options {
             admin: admin_on,
             cors,

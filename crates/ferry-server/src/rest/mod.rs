@@ -26,6 +26,7 @@ use tower_http::cors::{AllowOrigin, CorsLayer};
 use crate::manage::Core;
 use entities::{ServerInfo, WorkerStatus};
 use error::{RestError, RestResult};
+use ferry_worker::metrics::WorkerMetrics;
 
 /// How long `GET /health` waits for the control plane to answer, as Kafka Connect waits.
 const HEALTH_TIMEOUT: Duration = Duration::from_secs(10);
@@ -38,6 +39,8 @@ pub struct Rest {
     topic_tracking: TopicTracking,
     /// The Kafka cluster's id, asked once.
     kafka_cluster_id: Arc<OnceCell<Option<String>>>,
+    /// What this node's worker counts (`GET /metrics`).
+    metrics: Arc<WorkerMetrics>,
 }
 
 /// Where `/admin/*` (the log levels) is served: Kafka Connect's `admin.listeners`.
@@ -78,8 +81,14 @@ pub struct Routers {
     pub admin: Router,
 }
 
-/// The REST API over `core`: `/admin/*` where `admin` says, CORS as `cors` allows.
-pub fn routers(core: Core, loggers: crate::loggers::Loggers, options: Options) -> Routers {
+/// The REST API over `core`, and this node's `metrics` (`GET /metrics`): `/admin/*` where
+/// `admin` says, CORS as `cors` allows.
+pub fn routers(
+    core: Core,
+    loggers: crate::loggers::Loggers,
+    metrics: Arc<WorkerMetrics>,
+    options: Options,
+) -> Routers {
     let Options {
         admin,
         cors,
@@ -90,10 +99,12 @@ pub fn routers(core: Core, loggers: crate::loggers::Loggers, options: Options) -
         loggers,
         topic_tracking,
         kafka_cluster_id: Arc::new(OnceCell::new()),
+        metrics,
     };
     let mut main = Router::new()
         .route("/", get(root))
         .route("/health", get(health))
+        .route("/metrics", get(prometheus_metrics))
         .merge(plugins::routes())
         .merge(connectors::routes());
     if admin == AdminOn::Main {
@@ -200,6 +211,19 @@ async fn root(State(rest): State<Rest>) -> Json<ServerInfo> {
 
 /// Healthy once this node is a registered worker and the control plane answers a
 /// linearizable read in time.
+/// This node's series for Prometheus to scrape, in the OpenMetrics text format
+/// prometheus-client writes (Prometheus reads it by its content type).
+async fn prometheus_metrics(State(rest): State<Rest>) -> Response {
+    (
+        [(
+            header::CONTENT_TYPE,
+            "application/openmetrics-text; version=1.0.0; charset=utf-8",
+        )],
+        rest.metrics.render(),
+    )
+        .into_response()
+}
+
 async fn health(State(rest): State<Rest>) -> Response {
     let me = rest.core.node().id();
     let answer = tokio::time::timeout(
