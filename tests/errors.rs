@@ -195,6 +195,15 @@ fn malformed_records_go_to_the_dead_letter_queue_with_their_context_and_the_rest
         let line = format!("{name}{{connector=\"sink\",task=\"0\"}} {value}");
         assert!(text.lines().any(|l| l == line), "no {line:?} in\n{text}");
     }
+    // The states of the units this node runs, as Kafka Connect's status metrics show them.
+    for line in [
+        "kafka_connect_connector_status{connector=\"sink\",status=\"running\"} 1",
+        "kafka_connect_connector_task_status{connector=\"sink\",task=\"0\",status=\"running\"} 1",
+        "kafka_connect_worker_connector_running_task_count{connector=\"sink\"} 1",
+        "kafka_connect_worker_connector_failed_task_count{connector=\"sink\"} 0",
+    ] {
+        assert!(text.lines().any(|l| l == line), "no {line:?} in\n{text}");
+    }
     say(format!(
         "DLQ: {} good orders delivered, {} malformed ones in dlq-orders with all ten context headers",
         good.len(),

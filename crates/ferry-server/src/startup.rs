@@ -129,7 +129,7 @@ pub async fn run(
         .serve_with_incoming_shutdown(incoming(peer_listener), signalled(peer_stop));
     let plugins = Arc::new(plugins());
     let kafka = config.kafka.clone();
-    let metrics = Arc::new(WorkerMetrics::default());
+    let metrics = Arc::new(WorkerMetrics::new(node.state().clone(), node.id()));
     let core = Core::new(
         node.clone(),
         plugins.as_ref().clone(),

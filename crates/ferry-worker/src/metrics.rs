@@ -2,11 +2,16 @@
 //! Kafka Connect's worker and task metrics, under the names Strimzi's JMX exporter rules give
 //! them (`kafka_connect_<group>_<attribute>`, labels `connector` and `task`), as gauges like
 //! theirs. A task's series exist while it runs on this node, as Kafka Connect's metric groups
-//! do, and start at zero with each start.
+//! do, and start at zero with each start. The states of the units a node runs are read from
+//! its applied state at each scrape ([`UnitStatus`]).
 
 use std::sync::atomic::AtomicI64;
 
-use prometheus_client::encoding::EncodeLabelSet;
+use ferry_meta::state::RunState;
+use ferry_meta::store::StateReader;
+use ferry_meta::{ClusterState, NodeId};
+use prometheus_client::collector::Collector;
+use prometheus_client::encoding::{DescriptorEncoder, EncodeLabelSet, EncodeMetric};
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
@@ -90,8 +95,24 @@ pub struct WorkerMetrics {
 }
 
 impl Default for WorkerMetrics {
+    /// Without the units' states (unit tests).
     fn default() -> Self {
+        Self::build(None)
+    }
+}
+
+impl WorkerMetrics {
+    /// A node's metrics, with the states of the units `worker` runs read from `state` at each
+    /// scrape.
+    pub fn new(state: StateReader, worker: NodeId) -> Self {
+        Self::build(Some(UnitStatus { state, worker }))
+    }
+
+    fn build(status: Option<UnitStatus>) -> Self {
         let mut registry = Registry::default();
+        if let Some(status) = status {
+            registry.register_collector(Box::new(status));
+        }
         let connector_count = Count::default();
         let task_count = Count::default();
         registry.register(
@@ -113,9 +134,7 @@ impl Default for WorkerMetrics {
             tasks,
         }
     }
-}
 
-impl WorkerMetrics {
     /// The counts of a task starting on this node, from zero.
     pub fn task(&self, connector: &str, task: u32) -> TaskMetrics {
         let labels = labels(connector, task);
@@ -134,6 +153,184 @@ impl WorkerMetrics {
         // Writing to a String cannot fail.
         let _ = prometheus_client::encoding::text::encode(&mut text, &self.registry);
         text
+    }
+}
+
+/// The states of the units one worker runs, as Kafka Connect's connector-metrics and
+/// connector-task-metrics (`status`) and its per-connector connect-worker-metrics (task counts
+/// by state) show them, under Strimzi's names; read from the node's applied state at each
+/// scrape, so they never disagree with the status API.
+struct UnitStatus {
+    state: StateReader,
+    worker: NodeId,
+}
+
+impl std::fmt::Debug for UnitStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("UnitStatus")
+            .field("worker", &self.worker)
+            .finish()
+    }
+}
+
+impl Collector for UnitStatus {
+    fn encode(&self, encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
+        let families = StatusFamilies::of(&self.state.read().state, self.worker);
+        families.encode(encoder)
+    }
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ConnectorStatusLabels {
+    connector: String,
+    status: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct TaskStatusLabels {
+    connector: String,
+    task: String,
+    status: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ConnectorLabels {
+    connector: String,
+}
+
+/// Which of a connector's tasks on a worker a count counts.
+#[derive(Clone, Copy)]
+enum Counted {
+    All,
+    In(RunState),
+    /// Kafka Connect's `destroyed`, a state Ferry's tasks are never in.
+    None,
+}
+
+/// Kafka Connect's task counts per connector on a worker: what each counts, its series' name
+/// and meaning.
+const TASK_COUNTS: &[(Counted, &str, &str)] = &[
+    (
+        Counted::All,
+        "kafka_connect_worker_connector_total_task_count",
+        "Tasks of the connector on this worker.",
+    ),
+    (
+        Counted::In(RunState::Running),
+        "kafka_connect_worker_connector_running_task_count",
+        "Running tasks of the connector on this worker.",
+    ),
+    (
+        Counted::In(RunState::Paused),
+        "kafka_connect_worker_connector_paused_task_count",
+        "Paused tasks of the connector on this worker.",
+    ),
+    (
+        Counted::In(RunState::Failed),
+        "kafka_connect_worker_connector_failed_task_count",
+        "Failed tasks of the connector on this worker.",
+    ),
+    (
+        Counted::In(RunState::Unassigned),
+        "kafka_connect_worker_connector_unassigned_task_count",
+        "Unassigned tasks of the connector on this worker.",
+    ),
+    (
+        Counted::In(RunState::Restarting),
+        "kafka_connect_worker_connector_restarting_task_count",
+        "Restarting tasks of the connector on this worker.",
+    ),
+    (
+        Counted::None,
+        "kafka_connect_worker_connector_destroyed_task_count",
+        "Destroyed tasks of the connector on this worker (none in Ferry).",
+    ),
+];
+
+/// The status series of one worker's units, built from a state.
+#[derive(Default)]
+struct StatusFamilies {
+    connectors: Family<ConnectorStatusLabels, Count>,
+    tasks: Family<TaskStatusLabels, Count>,
+    /// One family per [`TASK_COUNTS`] entry, in its order.
+    counts: Vec<Family<ConnectorLabels, Count>>,
+}
+
+/// Kafka Connect's status as its metrics spell it (`running`, …).
+fn status_label(state: RunState) -> String {
+    state.as_str().to_ascii_lowercase()
+}
+
+impl StatusFamilies {
+    /// The series of the units whose latest status `worker` reported or was assigned.
+    fn of(state: &ClusterState, worker: NodeId) -> Self {
+        let families = StatusFamilies {
+            counts: TASK_COUNTS.iter().map(|_| Family::default()).collect(),
+            ..Default::default()
+        };
+        for (name, status) in &state.status {
+            if status.connector.worker == Some(worker) {
+                families
+                    .connectors
+                    .get_or_create(&ConnectorStatusLabels {
+                        connector: name.clone(),
+                        status: status_label(status.connector.state),
+                    })
+                    .set(1);
+            }
+            let mine: Vec<_> = status
+                .tasks
+                .iter()
+                .filter(|(_, t)| t.worker == Some(worker))
+                .collect();
+            if mine.is_empty() {
+                continue;
+            }
+            let connector = ConnectorLabels {
+                connector: name.clone(),
+            };
+            for ((counted, _, _), family) in TASK_COUNTS.iter().zip(&families.counts) {
+                let n = match counted {
+                    Counted::All => mine.len(),
+                    Counted::In(s) => mine.iter().filter(|(_, t)| t.state == *s).count(),
+                    Counted::None => 0,
+                };
+                family.get_or_create(&connector).set(n as i64);
+            }
+            for (task, status) in mine {
+                families
+                    .tasks
+                    .get_or_create(&TaskStatusLabels {
+                        connector: name.clone(),
+                        task: task.to_string(),
+                        status: status_label(status.state),
+                    })
+                    .set(1);
+            }
+        }
+        families
+    }
+
+    fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
+        let connectors = encoder.encode_descriptor(
+            "kafka_connect_connector_status",
+            "The status of each connector instance this worker runs (1, its state as a label).",
+            None,
+            self.connectors.metric_type(),
+        )?;
+        self.connectors.encode(connectors)?;
+        let tasks = encoder.encode_descriptor(
+            "kafka_connect_connector_task_status",
+            "The status of each task this worker runs (1, its state as a label).",
+            None,
+            self.tasks.metric_type(),
+        )?;
+        self.tasks.encode(tasks)?;
+        for ((_, name, help), family) in TASK_COUNTS.iter().zip(&self.counts) {
+            let counts = encoder.encode_descriptor(name, help, None, family.metric_type())?;
+            family.encode(counts)?;
+        }
+        Ok(())
     }
 }
 
@@ -166,5 +363,67 @@ mod tests {
         assert_eq!(again.sink_record_read.get(), 0, "a new start counts anew");
         metrics.forget("sink", 0);
         assert!(!metrics.render().contains("connector=\"sink\""));
+    }
+
+    #[derive(Debug)]
+    struct Fixed(ClusterState, NodeId);
+
+    impl Collector for Fixed {
+        fn encode(&self, encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
+            StatusFamilies::of(&self.0, self.1).encode(encoder)
+        }
+    }
+
+    #[test]
+    fn a_worker_shows_the_states_of_its_own_units_and_counts_its_tasks_per_connector() {
+        use ferry_meta::state::{ConnectorStatus, Status};
+        let on = |worker: NodeId, state: RunState| Status {
+            state,
+            worker: Some(worker),
+            ..Default::default()
+        };
+        let mut state = ClusterState::default();
+        state.status.insert(
+            "a".into(),
+            ConnectorStatus {
+                connector: on(1, RunState::Running),
+                tasks: [
+                    (0, on(1, RunState::Running)),
+                    (1, on(1, RunState::Failed)),
+                    (2, on(2, RunState::Running)),
+                ]
+                .into(),
+            },
+        );
+        state.status.insert(
+            "b".into(),
+            ConnectorStatus {
+                connector: on(2, RunState::Paused),
+                tasks: [(0, on(1, RunState::Paused))].into(),
+            },
+        );
+        let mut registry = Registry::default();
+        registry.register_collector(Box::new(Fixed(state, 1)));
+        let mut text = String::new();
+        prometheus_client::encoding::text::encode(&mut text, &registry).expect("encoded");
+        let has = |line: &str| text.lines().any(|l| l == line);
+        for line in [
+            "kafka_connect_connector_status{connector=\"a\",status=\"running\"} 1",
+            "kafka_connect_connector_task_status{connector=\"a\",task=\"0\",status=\"running\"} 1",
+            "kafka_connect_connector_task_status{connector=\"a\",task=\"1\",status=\"failed\"} 1",
+            "kafka_connect_connector_task_status{connector=\"b\",task=\"0\",status=\"paused\"} 1",
+            "kafka_connect_worker_connector_total_task_count{connector=\"a\"} 2",
+            "kafka_connect_worker_connector_running_task_count{connector=\"a\"} 1",
+            "kafka_connect_worker_connector_failed_task_count{connector=\"a\"} 1",
+            "kafka_connect_worker_connector_paused_task_count{connector=\"a\"} 0",
+            "kafka_connect_worker_connector_total_task_count{connector=\"b\"} 1",
+            "kafka_connect_worker_connector_paused_task_count{connector=\"b\"} 1",
+            "kafka_connect_worker_connector_destroyed_task_count{connector=\"b\"} 0",
+        ] {
+            assert!(has(line), "no {line:?} in\n{text}");
+        }
+        // What worker 2 runs is not worker 1's to show.
+        assert!(!text.contains("task=\"2\""), "{text}");
+        assert!(!text.contains("connector=\"b\",status="), "{text}");
     }
 }
