@@ -204,6 +204,20 @@ fn malformed_records_go_to_the_dead_letter_queue_with_their_context_and_the_rest
     ] {
         assert!(text.lines().any(|l| l == line), "no {line:?} in\n{text}");
     }
+    // Both tasks (the source's and the sink's) started, and no start failed.
+    let value = |name: &str| {
+        text.lines()
+            .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.parse::<f64>().ok())
+            .unwrap_or_else(|| panic!("no {name} in\n{text}"))
+    };
+    assert!(
+        value("kafka_connect_worker_task_startup_success_total") >= 2.0,
+        "{text}"
+    );
+    assert_eq!(
+        value("kafka_connect_worker_task_startup_failure_total"),
+        0.0
+    );
     say(format!(
         "DLQ: {} good orders delivered, {} malformed ones in dlq-orders with all ten context headers",
         good.len(),

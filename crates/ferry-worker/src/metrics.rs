@@ -83,6 +83,97 @@ task_metrics! {
         "Records the dead letter queue failed to take.";
 }
 
+/// A worker's starts of one kind of unit (connector instances or tasks), as Kafka Connect's
+/// connect-worker-metrics count them: each start attempted, and its outcome at the unit's first
+/// report — a state it runs in (running, paused, stopped) or a failure.
+#[derive(Clone, Debug, Default)]
+pub struct Starts {
+    attempts: Count,
+    successes: Count,
+    failures: Count,
+    /// Successes and failures as fractions of the attempts.
+    success_ratio: Ratio,
+    failure_ratio: Ratio,
+}
+
+/// A fraction, as Kafka Connect's `-percentage` attributes give it (0 to 1).
+type Ratio = Gauge<f64, std::sync::atomic::AtomicU64>;
+
+impl Starts {
+    /// Register under `kafka_connect_worker_<kind>_startup_…`.
+    fn register(&self, registry: &mut Registry, kind: &str) {
+        let name = |what: &str| format!("kafka_connect_worker_{kind}_startup_{what}");
+        registry.register(
+            name("attempts_total"),
+            format!("Starts of a {kind} this worker attempted."),
+            self.attempts.clone(),
+        );
+        registry.register(
+            name("success_total"),
+            format!("Starts of a {kind} that succeeded."),
+            self.successes.clone(),
+        );
+        registry.register(
+            name("failure_total"),
+            format!("Starts of a {kind} that failed."),
+            self.failures.clone(),
+        );
+        registry.register(
+            name("success_percentage"),
+            format!("The fraction of this worker's {kind} starts that succeeded."),
+            self.success_ratio.clone(),
+        );
+        registry.register(
+            name("failure_percentage"),
+            format!("The fraction of this worker's {kind} starts that failed."),
+            self.failure_ratio.clone(),
+        );
+    }
+
+    /// A unit starting: its outcome is counted once, at its first report.
+    pub fn attempt(&self) -> Startup {
+        self.attempts.inc();
+        self.update_ratios();
+        Startup {
+            starts: Some(self.clone()),
+            decided: Default::default(),
+        }
+    }
+
+    fn update_ratios(&self) {
+        let attempts = self.attempts.get().max(1) as f64;
+        self.success_ratio
+            .set(self.successes.get() as f64 / attempts);
+        self.failure_ratio
+            .set(self.failures.get() as f64 / attempts);
+    }
+}
+
+/// One unit's start, decided by its first report. A default one counts into nothing.
+#[derive(Clone, Debug, Default)]
+pub struct Startup {
+    starts: Option<Starts>,
+    decided: std::sync::Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl Startup {
+    /// The unit reported `state`: the first state it runs in, or a failure, decides its start.
+    pub fn reported(&self, state: RunState) {
+        let Some(starts) = &self.starts else {
+            return;
+        };
+        let outcome = match state {
+            RunState::Running | RunState::Paused | RunState::Stopped => &starts.successes,
+            RunState::Failed => &starts.failures,
+            RunState::Unassigned | RunState::Restarting => return,
+        };
+        if !self.decided.swap(true, std::sync::atomic::Ordering::AcqRel) {
+            outcome.inc();
+            starts.update_ratios();
+        }
+    }
+}
+
 /// A node's metrics: the worker's own and every task's it runs.
 #[derive(Debug)]
 pub struct WorkerMetrics {
@@ -91,6 +182,10 @@ pub struct WorkerMetrics {
     pub connector_count: Count,
     /// Tasks running on this worker.
     pub task_count: Count,
+    /// Connector instances started on this worker.
+    pub connector_starts: Starts,
+    /// Tasks started on this worker.
+    pub task_starts: Starts,
     tasks: TaskFamilies,
 }
 
@@ -125,12 +220,17 @@ impl WorkerMetrics {
             "Tasks run in this worker.",
             task_count.clone(),
         );
+        let (connector_starts, task_starts) = (Starts::default(), Starts::default());
+        connector_starts.register(&mut registry, "connector");
+        task_starts.register(&mut registry, "task");
         let tasks = TaskFamilies::default();
         tasks.register(&mut registry);
         WorkerMetrics {
             registry,
             connector_count,
             task_count,
+            connector_starts,
+            task_starts,
             tasks,
         }
     }
@@ -363,6 +463,43 @@ mod tests {
         assert_eq!(again.sink_record_read.get(), 0, "a new start counts anew");
         metrics.forget("sink", 0);
         assert!(!metrics.render().contains("connector=\"sink\""));
+    }
+
+    #[test]
+    fn a_start_is_decided_once_by_the_units_first_report() {
+        let metrics = WorkerMetrics::default();
+        let ok = metrics.task_starts.attempt();
+        ok.reported(RunState::Unassigned);
+        ok.reported(RunState::Running);
+        ok.reported(RunState::Failed);
+        let failed = metrics.task_starts.attempt();
+        failed.reported(RunState::Failed);
+        failed.reported(RunState::Running);
+        let _pending = metrics.task_starts.attempt();
+        metrics
+            .connector_starts
+            .attempt()
+            .reported(RunState::Paused);
+        let text = metrics.render();
+        for line in [
+            "kafka_connect_worker_task_startup_attempts_total 3",
+            "kafka_connect_worker_task_startup_success_total 1",
+            "kafka_connect_worker_task_startup_failure_total 1",
+            "kafka_connect_worker_connector_startup_attempts_total 1",
+            "kafka_connect_worker_connector_startup_success_total 1",
+            "kafka_connect_worker_connector_startup_failure_total 0",
+            "kafka_connect_worker_connector_startup_success_percentage 1.0",
+        ] {
+            assert!(text.lines().any(|l| l == line), "no {line:?} in\n{text}");
+        }
+        let ratio = text
+            .lines()
+            .find_map(|l| l.strip_prefix("kafka_connect_worker_task_startup_failure_percentage "))
+            .and_then(|v| v.parse::<f64>().ok());
+        assert!(
+            ratio.is_some_and(|r| (r - 1.0 / 3.0).abs() < 1e-9),
+            "{text}"
+        );
     }
 
     #[derive(Debug)]

@@ -415,6 +415,10 @@ impl Runtime {
                     TaskMetrics::default()
                 }
             },
+            startup: match task {
+                Some(_) => self.metrics.task_starts.attempt(),
+                None => self.metrics.connector_starts.attempt(),
+            },
             consumers: self.consumers.clone(),
         };
         info!(unit = %ctx.label(), generation = spec.generation, "starting unit");

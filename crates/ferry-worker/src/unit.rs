@@ -119,6 +119,8 @@ pub struct UnitCtx {
     pub epoch: tokio::sync::watch::Receiver<Option<u64>>,
     /// A task's counts on this node (a connector instance's count into nothing).
     pub metrics: crate::metrics::TaskMetrics,
+    /// This run's start, decided by its first report (the worker's startup counts).
+    pub startup: crate::metrics::Startup,
     /// The worker's shared Kafka consumers, which serve its sink tasks.
     pub consumers: Arc<crate::consumers::Consumers>,
 }
@@ -214,6 +216,7 @@ impl UnitCtx {
 
     /// Report this unit's status.
     pub async fn report(&self, state: RunState, trace: Option<String>) -> Result<(), Failure> {
+        self.startup.reported(state);
         self.write(Command::ReportStatus {
             name: self.name.clone(),
             task: self.task,
