@@ -201,6 +201,7 @@ fn malformed_records_go_to_the_dead_letter_queue_with_their_context_and_the_rest
         "kafka_connect_connector_task_status{connector=\"sink\",task=\"0\",status=\"running\"} 1",
         "kafka_connect_worker_connector_running_task_count{connector=\"sink\"} 1",
         "kafka_connect_worker_connector_failed_task_count{connector=\"sink\"} 0",
+        "kafka_connect_sink_task_partition_count{connector=\"sink\",task=\"0\"} 1",
     ] {
         assert!(text.lines().any(|l| l == line), "no {line:?} in\n{text}");
     }
@@ -218,6 +219,10 @@ fn malformed_records_go_to_the_dead_letter_queue_with_their_context_and_the_rest
         value("kafka_connect_worker_task_startup_failure_total"),
         0.0
     );
+    // The offsets the test waited for were committed.
+    let commits =
+        "kafka_connect_sink_task_offset_commit_completion_total{connector=\"sink\",task=\"0\"}";
+    assert!(value(commits) >= 1.0, "{text}");
     say(format!(
         "DLQ: {} good orders delivered, {} malformed ones in dlq-orders with all ten context headers",
         good.len(),

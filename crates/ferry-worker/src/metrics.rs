@@ -63,6 +63,12 @@ task_metrics! {
         "Records read from Kafka by this sink task (before transforms).";
     sink_record_send: "kafka_connect_sink_task_sink_record_send_total",
         "Records output from the transforms and put to this sink task.";
+    sink_partition_count: "kafka_connect_sink_task_partition_count",
+        "Topic partitions assigned to this sink task.";
+    sink_offset_commit_completion: "kafka_connect_sink_task_offset_commit_completion_total",
+        "Offset commits of this sink task that completed.";
+    sink_offset_commit_skip: "kafka_connect_sink_task_offset_commit_skip_total",
+        "Offset commits of this sink task answered too late and ignored (none in Ferry: a commit is answered before the next is made).";
     source_record_poll: "kafka_connect_source_task_source_record_poll_total",
         "Records polled from this source task (before transforms).";
     source_record_write: "kafka_connect_source_task_source_record_write_total",

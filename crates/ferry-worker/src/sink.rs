@@ -189,6 +189,9 @@ impl SinkLoop<TaskConsumer, UnitCtx> {
             Some(consumer)
         };
         info!(unit = %ctx.label(), partitions = partitions.len(), generation = ctx.generation, "sink task assigned");
+        ctx.metrics
+            .sink_partition_count
+            .set(i64::try_from(partitions.len()).unwrap_or(i64::MAX));
         let committed: HashMap<TopicPartition, i64> = partitions
             .iter()
             .filter_map(|tp| committed.get(tp).map(|o| (tp.clone(), *o)))
@@ -394,6 +397,7 @@ impl<C: SinkConsumer, P: Control> SinkLoop<C, P> {
             })
             .await?;
         debug!(unit = %self.unit.label, partitions = allowed.len(), "offsets committed");
+        self.pipeline.metrics().sink_offset_commit_completion.inc();
         if let Some(consumer) = self.consumer.as_ref().filter(|_| self.unit.commit_group) {
             if let Err(e) = consumer.commit_group(&allowed) {
                 debug!(error = %e, "consumer-group commit failed (Raft has the offsets)");

@@ -334,6 +334,7 @@ async fn only_what_pre_commit_allows_is_committed() {
     run_for(FLUSH * 3).await;
     assert_eq!(bed.log.count("put"), 1);
     assert_eq!(bed.log.count("commit"), 0, "{:?}", bed.log.events());
+    assert_eq!(bed.metrics.sink_offset_commit_completion.get(), 0);
     bed.stop.send_replace(true);
     assert!(bed.done.await.expect("the loop").is_ok());
 }
@@ -355,6 +356,11 @@ async fn a_retriable_put_is_retried_with_a_doubling_backoff_then_succeeds() {
     assert_eq!((m.sink_record_read.get(), m.sink_record_send.get()), (1, 1));
     run_for(FLUSH).await;
     assert_eq!(bed.log.count("commit"), 1, "committed once put");
+    assert_eq!(
+        m.sink_offset_commit_completion.get(),
+        1,
+        "the commit counted"
+    );
     bed.stop.send_replace(true);
     assert!(bed.done.await.expect("the loop").is_ok());
 }
