@@ -11,6 +11,7 @@ mod limits;
 mod loggers;
 mod manage;
 mod plugins;
+mod raft_metrics;
 mod rest;
 mod scheduler;
 mod startup;

@@ -129,7 +129,9 @@ pub async fn run(
         .serve_with_incoming_shutdown(incoming(peer_listener), signalled(peer_stop));
     let plugins = Arc::new(plugins());
     let kafka = config.kafka.clone();
-    let metrics = Arc::new(WorkerMetrics::new(node.state().clone(), node.id()));
+    let mut metrics = WorkerMetrics::new(node.state().clone(), node.id());
+    metrics.register_collector(Box::new(crate::raft_metrics::RaftSeries::new(node.clone())));
+    let metrics = Arc::new(metrics);
     let core = Core::new(
         node.clone(),
         plugins.as_ref().clone(),

@@ -241,6 +241,11 @@ impl WorkerMetrics {
         }
     }
 
+    /// Add series read at each scrape (Ferry's own: its Raft's).
+    pub fn register_collector(&mut self, collector: Box<dyn Collector>) {
+        self.registry.register_collector(collector);
+    }
+
     /// The counts of a task starting on this node, from zero.
     pub fn task(&self, connector: &str, task: u32) -> TaskMetrics {
         let labels = labels(connector, task);
