@@ -227,6 +227,7 @@ fn malformed_records_go_to_the_dead_letter_queue_with_their_context_and_the_rest
     assert_eq!(value("ferry_raft_is_leader"), 1.0, "{text}");
     assert_eq!(value("ferry_raft_leader_id"), leader as f64, "{text}");
     assert!(value("ferry_raft_applied_index") >= 1.0, "{text}");
+    assert_eq!(value("ferry_worker_lease_held"), 1.0, "{text}");
     say(format!(
         "DLQ: {} good orders delivered, {} malformed ones in dlq-orders with all ten context headers",
         good.len(),

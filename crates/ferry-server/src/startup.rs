@@ -129,8 +129,16 @@ pub async fn run(
         .serve_with_incoming_shutdown(incoming(peer_listener), signalled(peer_stop));
     let plugins = Arc::new(plugins());
     let kafka = config.kafka.clone();
+    let lease_state = Arc::new(Lease::new(LeaseSettings {
+        heartbeat_interval: Duration::from_millis(config.worker.heartbeat_interval_ms),
+        worker_timeout: Duration::from_millis(config.worker.timeout_ms),
+        disabled: config.worker.test_disable_lease,
+    }));
     let mut metrics = WorkerMetrics::new(node.state().clone(), node.id());
     metrics.register_collector(Box::new(crate::raft_metrics::RaftSeries::new(node.clone())));
+    metrics.register_collector(Box::new(ferry_worker::lease::LeaseSeries(
+        lease_state.clone(),
+    )));
     let metrics = Arc::new(metrics);
     let core = Core::new(
         node.clone(),
@@ -218,11 +226,6 @@ pub async fn run(
     ));
 
     let (lease_tx, lease_rx) = watch::channel(None);
-    let lease_state = Arc::new(Lease::new(LeaseSettings {
-        heartbeat_interval: Duration::from_millis(config.worker.heartbeat_interval_ms),
-        worker_timeout: Duration::from_millis(config.worker.timeout_ms),
-        disabled: config.worker.test_disable_lease,
-    }));
     let lease = tokio::spawn(ferry_worker::lease::run(
         node.clone(),
         lease_state.clone(),

@@ -125,6 +125,20 @@ impl Lease {
         self.state().held_in(&self.settings, epoch, Instant::now())
     }
 
+    /// Whether the lease is held now, its epoch, and how long ago the last heartbeat the
+    /// leader acknowledged was sent (none before the first).
+    pub fn seen(&self) -> (bool, u64, Option<Duration>) {
+        let state = self.state();
+        let now = Instant::now();
+        (
+            state.current(&self.settings, now).is_some(),
+            state.epoch,
+            state
+                .last_acked
+                .map(|sent| now.saturating_duration_since(sent)),
+        )
+    }
+
     fn starts_epoch(&self, sent: Instant) -> bool {
         self.state().starts_epoch(&self.settings, sent)
     }
@@ -134,6 +148,32 @@ impl Lease {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .acked(&self.settings, sent);
+    }
+}
+
+/// Ferry's series of this worker's lease, read at each scrape: `ferry_worker_lease_held`,
+/// `…_epoch` and `…_ack_age_ms`.
+#[derive(Debug)]
+pub struct LeaseSeries(pub std::sync::Arc<Lease>);
+
+impl prometheus_client::collector::Collector for LeaseSeries {
+    fn encode(
+        &self,
+        mut encoder: prometheus_client::encoding::DescriptorEncoder,
+    ) -> Result<(), std::fmt::Error> {
+        use prometheus_client::encoding::EncodeMetric;
+        let (held, epoch, age) = self.0.seen();
+        let age = age.map_or(-1, |a| i64::try_from(a.as_millis()).unwrap_or(i64::MAX));
+        for (name, help, value) in [
+            ("ferry_worker_lease_held", "1 while this worker holds its lease (it may commit).", i64::from(held)),
+            ("ferry_worker_lease_epoch", "How many times this worker took its lease afresh.", i64::try_from(epoch).unwrap_or(i64::MAX)),
+            ("ferry_worker_lease_ack_age_ms", "Milliseconds since the last heartbeat the leader acknowledged was sent (-1: none yet).", age),
+        ] {
+            let gauge = prometheus_client::metrics::gauge::ConstGauge::new(value);
+            let metric = encoder.encode_descriptor(name, help, None, gauge.metric_type())?;
+            gauge.encode(metric)?;
+        }
+        Ok(())
     }
 }
 
@@ -196,6 +236,42 @@ pub async fn run(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_lease_series_say_whether_it_is_held_its_epoch_and_the_last_ack() {
+        let lease = std::sync::Arc::new(Lease::new(LeaseSettings {
+            heartbeat_interval: Duration::from_millis(500),
+            worker_timeout: Duration::from_secs(60),
+            disabled: false,
+        }));
+        let text = || {
+            let mut registry = prometheus_client::registry::Registry::default();
+            registry.register_collector(Box::new(LeaseSeries(lease.clone())));
+            let mut text = String::new();
+            prometheus_client::encoding::text::encode(&mut text, &registry).expect("encoded");
+            text
+        };
+        let before = text();
+        for line in [
+            "ferry_worker_lease_held 0",
+            "ferry_worker_lease_epoch 0",
+            "ferry_worker_lease_ack_age_ms -1",
+        ] {
+            assert!(
+                before.lines().any(|l| l == line),
+                "no {line:?} in\n{before}"
+            );
+        }
+        lease.acked(Instant::now());
+        let after = text();
+        for line in ["ferry_worker_lease_held 1", "ferry_worker_lease_epoch 1"] {
+            assert!(after.lines().any(|l| l == line), "no {line:?} in\n{after}");
+        }
+        assert!(
+            !after.contains("ferry_worker_lease_ack_age_ms -1"),
+            "{after}"
+        );
+    }
 
     #[test]
     fn the_lease_lasts_half_the_timeout_from_the_send_time() {
