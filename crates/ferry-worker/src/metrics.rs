@@ -365,6 +365,9 @@ struct StatusFamilies {
     tasks: Family<TaskStatusLabels, Count>,
     /// One family per [`TASK_COUNTS`] entry, in its order.
     counts: Vec<Family<ConnectorLabels, Count>>,
+    /// Ferry's own: each task's generation, and the commits refused for a stale one.
+    generations: Family<TaskLabels, Count>,
+    fenced: Family<TaskLabels, Count>,
 }
 
 /// Kafka Connect's status as its metrics spell it (`running`, …).
@@ -409,6 +412,20 @@ impl StatusFamilies {
                 family.get_or_create(&connector).set(n as i64);
             }
             for (task, status) in mine {
+                let labels = labels(name, *task);
+                families
+                    .generations
+                    .get_or_create(&labels)
+                    .set(i64::try_from(status.generation).unwrap_or(i64::MAX));
+                let fenced = state
+                    .fenced
+                    .get(name)
+                    .and_then(|tasks| tasks.get(task))
+                    .map_or(0, |f| f.count);
+                families
+                    .fenced
+                    .get_or_create(&labels)
+                    .set(i64::try_from(fenced).unwrap_or(i64::MAX));
                 families
                     .tasks
                     .get_or_create(&TaskStatusLabels {
@@ -440,6 +457,21 @@ impl StatusFamilies {
         for ((_, name, help), family) in TASK_COUNTS.iter().zip(&self.counts) {
             let counts = encoder.encode_descriptor(name, help, None, family.metric_type())?;
             family.encode(counts)?;
+        }
+        for (name, help, family) in [
+            (
+                "ferry_task_generation",
+                "The generation of each task this worker runs (bumped at every move, restart and config change).",
+                &self.generations,
+            ),
+            (
+                "ferry_task_fenced_commits_total",
+                "Commits refused for the task because they came with a stale generation (a zombie's).",
+                &self.fenced,
+            ),
+        ] {
+            let metric = encoder.encode_descriptor(name, help, None, family.metric_type())?;
+            family.encode(metric)?;
         }
         Ok(())
     }
@@ -550,6 +582,22 @@ mod tests {
                 tasks: [(0, on(1, RunState::Paused))].into(),
             },
         );
+        if let Some(status) = state.status.get_mut("a") {
+            if let Some(t) = status.tasks.get_mut(&1) {
+                t.generation = 9;
+            }
+        }
+        state.fenced.insert(
+            "a".into(),
+            [(
+                1,
+                ferry_meta::state::FencedCommits {
+                    count: 2,
+                    last_generation: 4,
+                },
+            )]
+            .into(),
+        );
         let mut registry = Registry::default();
         registry.register_collector(Box::new(Fixed(state, 1)));
         let mut text = String::new();
@@ -567,6 +615,9 @@ mod tests {
             "kafka_connect_worker_connector_total_task_count{connector=\"b\"} 1",
             "kafka_connect_worker_connector_paused_task_count{connector=\"b\"} 1",
             "kafka_connect_worker_connector_destroyed_task_count{connector=\"b\"} 0",
+            "ferry_task_generation{connector=\"a\",task=\"1\"} 9",
+            "ferry_task_fenced_commits_total{connector=\"a\",task=\"1\"} 2",
+            "ferry_task_fenced_commits_total{connector=\"a\",task=\"0\"} 0",
         ] {
             assert!(has(line), "no {line:?} in\n{text}");
         }
