@@ -228,6 +228,18 @@ fn malformed_records_go_to_the_dead_letter_queue_with_their_context_and_the_rest
     assert_eq!(value("ferry_raft_leader_id"), leader as f64, "{text}");
     assert!(value("ferry_raft_applied_index") >= 1.0, "{text}");
     assert_eq!(value("ferry_worker_lease_held"), 1.0, "{text}");
+    // Kafka Connect's windowed measures, of the batches just read and polled.
+    for rate in [
+        "kafka_connect_sink_task_sink_record_read_rate{connector=\"sink\",task=\"0\"}",
+        "kafka_connect_source_task_source_record_poll_rate{connector=\"source\",task=\"0\"}",
+    ] {
+        assert!(value(rate) > 0.0, "{rate}: {text}");
+    }
+    assert!(
+        value("kafka_connect_sink_task_put_batch_max_time_ms{connector=\"sink\",task=\"0\"}")
+            >= 0.0,
+        "{text}"
+    );
     say(format!(
         "DLQ: {} good orders delivered, {} malformed ones in dlq-orders with all ten context headers",
         good.len(),

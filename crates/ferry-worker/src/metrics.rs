@@ -5,7 +5,12 @@
 //! do, and start at zero with each start. The states of the units a node runs are read from
 //! its applied state at each scrape ([`UnitStatus`]).
 
+mod windowed;
+
+use std::collections::HashMap;
 use std::sync::atomic::AtomicI64;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
 
 use ferry_meta::state::RunState;
 use ferry_meta::store::StateReader;
@@ -34,6 +39,8 @@ macro_rules! task_metrics {
         #[derive(Clone, Debug, Default)]
         pub struct TaskMetrics {
             $(#[doc = $help] pub $field: Count,)*
+            /// Its windowed measures (Kafka Connect's `-rate`, `-avg` and `-max`).
+            pub windows: TaskWindows,
         }
 
         /// Every task's series of one count each.
@@ -47,8 +54,8 @@ macro_rules! task_metrics {
                 $(registry.register($name, $help, self.$field.clone());)*
             }
 
-            fn of(&self, labels: &TaskLabels) -> TaskMetrics {
-                TaskMetrics { $($field: self.$field.get_or_create_owned(labels),)* }
+            fn of(&self, labels: &TaskLabels, windows: TaskWindows) -> TaskMetrics {
+                TaskMetrics { $($field: self.$field.get_or_create_owned(labels),)* windows }
             }
 
             fn remove(&self, labels: &TaskLabels) {
@@ -98,12 +105,12 @@ pub struct Starts {
     successes: Count,
     failures: Count,
     /// Successes and failures as fractions of the attempts.
-    success_ratio: Ratio,
-    failure_ratio: Ratio,
+    success_ratio: Real,
+    failure_ratio: Real,
 }
 
-/// A fraction, as Kafka Connect's `-percentage` attributes give it (0 to 1).
-type Ratio = Gauge<f64, std::sync::atomic::AtomicU64>;
+/// A real-valued gauge (a fraction, a rate, a time).
+type Real = Gauge<f64, std::sync::atomic::AtomicU64>;
 
 impl Starts {
     /// Register under `kafka_connect_worker_<kind>_startup_…`.
@@ -193,6 +200,8 @@ pub struct WorkerMetrics {
     /// Tasks started on this worker.
     pub task_starts: Starts,
     tasks: TaskFamilies,
+    /// The windowed measures of the tasks running here.
+    windows: Arc<Mutex<HashMap<TaskLabels, TaskWindows>>>,
 }
 
 impl Default for WorkerMetrics {
@@ -231,6 +240,8 @@ impl WorkerMetrics {
         task_starts.register(&mut registry, "task");
         let tasks = TaskFamilies::default();
         tasks.register(&mut registry);
+        let windows = Arc::<Mutex<HashMap<TaskLabels, TaskWindows>>>::default();
+        registry.register_collector(Box::new(WindowSeries(windows.clone())));
         WorkerMetrics {
             registry,
             connector_count,
@@ -238,6 +249,7 @@ impl WorkerMetrics {
             connector_starts,
             task_starts,
             tasks,
+            windows,
         }
     }
 
@@ -250,12 +262,16 @@ impl WorkerMetrics {
     pub fn task(&self, connector: &str, task: u32) -> TaskMetrics {
         let labels = labels(connector, task);
         self.tasks.remove(&labels);
-        self.tasks.of(&labels)
+        let windows = TaskWindows::default();
+        lock(&self.windows).insert(labels.clone(), windows.clone());
+        self.tasks.of(&labels, windows)
     }
 
     /// A task stopped on this node: its series go.
     pub fn forget(&self, connector: &str, task: u32) {
-        self.tasks.remove(&labels(connector, task));
+        let labels = labels(connector, task);
+        self.tasks.remove(&labels);
+        lock(&self.windows).remove(&labels);
     }
 
     /// Every series, in Prometheus' text format.
@@ -477,6 +493,139 @@ impl StatusFamilies {
     }
 }
 
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    // A panic elsewhere leaves these measures usable.
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// One windowed measure of a task (see [`windowed`]), recorded by its loop once per batch.
+#[derive(Clone, Debug)]
+pub struct Windowed(Arc<Mutex<windowed::Window>>);
+
+impl Default for Windowed {
+    fn default() -> Self {
+        Windowed(Arc::new(Mutex::new(windowed::Window::new(Instant::now()))))
+    }
+}
+
+impl Windowed {
+    /// Record a value now.
+    pub fn record(&self, value: f64) {
+        lock(&self.0).record(value, Instant::now());
+    }
+}
+
+/// A task's windowed measures.
+#[derive(Clone, Debug, Default)]
+pub struct TaskWindows {
+    /// Records read from Kafka per batch (a sink's).
+    pub sink_read: Windowed,
+    /// Records put to the task per batch (a sink's).
+    pub sink_send: Windowed,
+    /// Milliseconds each put of a batch took.
+    pub put_time: Windowed,
+    /// Records polled per batch (a source's).
+    pub source_poll: Windowed,
+    /// Records delivered to Kafka per batch (a source's).
+    pub source_write: Windowed,
+    /// Milliseconds each poll took.
+    pub poll_time: Windowed,
+}
+
+/// Which of a task's windowed measures a series shows.
+type Measure = fn(&TaskWindows) -> &Windowed;
+
+/// Which view of a window a series shows.
+#[derive(Clone, Copy)]
+enum View {
+    Rate,
+    Avg,
+    Max,
+}
+
+/// Kafka Connect's windowed attributes of sink and source tasks: name, meaning, the measure
+/// and the view of it.
+const WINDOWED: &[(&str, &str, Measure, View)] = &[
+    (
+        "kafka_connect_sink_task_sink_record_read_rate",
+        "Records read from Kafka per second by this sink task (before transforms).",
+        |w| &w.sink_read,
+        View::Rate,
+    ),
+    (
+        "kafka_connect_sink_task_sink_record_send_rate",
+        "Records output from the transforms and put to this sink task, per second.",
+        |w| &w.sink_send,
+        View::Rate,
+    ),
+    (
+        "kafka_connect_sink_task_put_batch_avg_time_ms",
+        "The average time in milliseconds this sink task took to put a batch.",
+        |w| &w.put_time,
+        View::Avg,
+    ),
+    (
+        "kafka_connect_sink_task_put_batch_max_time_ms",
+        "The longest time in milliseconds this sink task took to put a batch.",
+        |w| &w.put_time,
+        View::Max,
+    ),
+    (
+        "kafka_connect_source_task_source_record_poll_rate",
+        "Records polled from this source task per second (before transforms).",
+        |w| &w.source_poll,
+        View::Rate,
+    ),
+    (
+        "kafka_connect_source_task_source_record_write_rate",
+        "Records output from the transforms and written to Kafka per second by this source task.",
+        |w| &w.source_write,
+        View::Rate,
+    ),
+    (
+        "kafka_connect_source_task_poll_batch_avg_time_ms",
+        "The average time in milliseconds this source task took to poll a batch.",
+        |w| &w.poll_time,
+        View::Avg,
+    ),
+    (
+        "kafka_connect_source_task_poll_batch_max_time_ms",
+        "The longest time in milliseconds this source task took to poll a batch.",
+        |w| &w.poll_time,
+        View::Max,
+    ),
+];
+
+/// The windowed series of the tasks running on this node, measured at each scrape: a measure
+/// is shown once its task recorded into it (a sink task shows no source series).
+#[derive(Debug)]
+struct WindowSeries(Arc<Mutex<HashMap<TaskLabels, TaskWindows>>>);
+
+impl Collector for WindowSeries {
+    fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
+        let now = Instant::now();
+        let tasks = lock(&self.0).clone();
+        for (name, help, measure, view) in WINDOWED {
+            let family = Family::<TaskLabels, Real>::default();
+            for (labels, windows) in &tasks {
+                let window = lock(&measure(windows).0);
+                if !window.recorded {
+                    continue;
+                }
+                let value = match view {
+                    View::Rate => window.rate(now),
+                    View::Avg => window.avg(now),
+                    View::Max => window.max(now),
+                };
+                family.get_or_create(labels).set(value);
+            }
+            let metric = encoder.encode_descriptor(name, help, None, family.metric_type())?;
+            family.encode(metric)?;
+        }
+        Ok(())
+    }
+}
+
 fn labels(connector: &str, task: u32) -> TaskLabels {
     TaskLabels {
         connector: connector.to_string(),
@@ -504,6 +653,40 @@ mod tests {
         assert!(text.contains("kafka_connect_worker_task_count 1"), "{text}");
         let again = metrics.task("sink", 0);
         assert_eq!(again.sink_record_read.get(), 0, "a new start counts anew");
+        metrics.forget("sink", 0);
+        assert!(!metrics.render().contains("connector=\"sink\""));
+    }
+
+    #[test]
+    fn a_task_shows_the_windowed_measures_it_recorded_while_it_runs() {
+        let metrics = WorkerMetrics::default();
+        let t = metrics.task("sink", 0);
+        t.windows.sink_read.record(300.0);
+        t.windows.put_time.record(4.0);
+        t.windows.put_time.record(8.0);
+        let text = metrics.render();
+        let value = |name: &str| {
+            let prefix = format!("{name}{{connector=\"sink\",task=\"0\"}} ");
+            text.lines()
+                .find_map(|l| l.strip_prefix(&prefix)?.parse::<f64>().ok())
+        };
+        // 300 records over at least one 30 s window.
+        let rate = value("kafka_connect_sink_task_sink_record_read_rate");
+        assert!(rate.is_some_and(|r| r > 0.0 && r <= 10.0), "{text}");
+        assert_eq!(
+            value("kafka_connect_sink_task_put_batch_avg_time_ms"),
+            Some(6.0)
+        );
+        assert_eq!(
+            value("kafka_connect_sink_task_put_batch_max_time_ms"),
+            Some(8.0)
+        );
+        // Nothing recorded: not shown (a sink task has no source series).
+        assert_eq!(
+            value("kafka_connect_source_task_source_record_poll_rate"),
+            None
+        );
+        assert_eq!(value("kafka_connect_sink_task_sink_record_send_rate"), None);
         metrics.forget("sink", 0);
         assert!(!metrics.render().contains("connector=\"sink\""));
     }

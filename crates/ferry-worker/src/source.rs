@@ -293,7 +293,14 @@ impl<Pr: SourceProducer, P: Control> SourceLoop<Pr, P> {
         let errors = self.pipeline.errors.clone();
         let mut retry = Retries::new(&errors, "poll", self.pipeline.metrics().retries.clone());
         let records = loop {
-            match self.task.poll().await {
+            let started = std::time::Instant::now();
+            let polled = self.task.poll().await;
+            self.pipeline
+                .metrics()
+                .windows
+                .poll_time
+                .record(started.elapsed().as_secs_f64() * 1000.0);
+            match polled {
                 Ok(records) => break records,
                 Err(e) => retry.after(e, &mut self.stop, &self.unit.label).await?,
             }
@@ -303,6 +310,11 @@ impl<Pr: SourceProducer, P: Control> SourceLoop<Pr, P> {
             .metrics()
             .source_record_poll
             .inc_by(count as i64);
+        self.pipeline
+            .metrics()
+            .windows
+            .source_poll
+            .record(count as f64);
         for mut record in records {
             let position = (
                 self.partition_json(&record.source_partition),
@@ -390,6 +402,11 @@ impl<Pr: SourceProducer, P: Control> SourceLoop<Pr, P> {
             .metrics()
             .source_record_write
             .inc_by(delivered as i64);
+        self.pipeline
+            .metrics()
+            .windows
+            .source_write
+            .record(delivered as f64);
         // Taken out and put back, so that its room is kept for the next records (a fresh one
         // grew again, copying, up to `MAX_IN_FLIGHT` each time).
         let mut in_flight = std::mem::take(&mut self.in_flight);
