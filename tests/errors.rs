@@ -235,9 +235,18 @@ fn malformed_records_go_to_the_dead_letter_queue_with_their_context_and_the_rest
     ] {
         assert!(value(rate) > 0.0, "{rate}: {text}");
     }
+    let sink = |name: &str| value(&format!("{name}{{connector=\"sink\",task=\"0\"}}"));
     assert!(
-        value("kafka_connect_sink_task_put_batch_max_time_ms{connector=\"sink\",task=\"0\"}")
-            >= 0.0,
+        sink("kafka_connect_sink_task_put_batch_max_time_ms") >= 0.0,
+        "{text}"
+    );
+    assert_eq!(
+        sink("kafka_connect_connector_task_offset_commit_success_percentage"),
+        1.0,
+        "{text}"
+    );
+    assert!(
+        sink("kafka_connect_connector_task_batch_size_max") >= 1.0,
         "{text}"
     );
     say(format!(

@@ -530,6 +530,21 @@ pub struct TaskWindows {
     pub source_write: Windowed,
     /// Milliseconds each poll took.
     pub poll_time: Windowed,
+    /// Records in each batch polled from a source task or read for a sink task.
+    pub batch_size: Windowed,
+    /// Milliseconds each offset commit took.
+    pub commit_time: Windowed,
+    /// Each offset commit's outcome: 1 it succeeded, 0 it failed.
+    pub commit_outcome: Windowed,
+}
+
+impl TaskWindows {
+    /// An offset commit that started at `started` ended, well or not.
+    pub fn committed(&self, started: Instant, ok: bool) {
+        self.commit_time
+            .record(started.elapsed().as_secs_f64() * 1000.0);
+        self.commit_outcome.record(if ok { 1.0 } else { 0.0 });
+    }
 }
 
 /// Which of a task's windowed measures a series shows.
@@ -541,6 +556,8 @@ enum View {
     Rate,
     Avg,
     Max,
+    /// One minus the average: the failures of a measure of outcomes.
+    Rest,
 }
 
 /// Kafka Connect's windowed attributes of sink and source tasks: name, meaning, the measure
@@ -594,6 +611,42 @@ const WINDOWED: &[(&str, &str, Measure, View)] = &[
         |w| &w.poll_time,
         View::Max,
     ),
+    (
+        "kafka_connect_connector_task_batch_size_avg",
+        "The average number of records in the batches the task handled.",
+        |w| &w.batch_size,
+        View::Avg,
+    ),
+    (
+        "kafka_connect_connector_task_batch_size_max",
+        "The largest number of records in a batch the task handled.",
+        |w| &w.batch_size,
+        View::Max,
+    ),
+    (
+        "kafka_connect_connector_task_offset_commit_avg_time_ms",
+        "The average time in milliseconds the task's offset commits took.",
+        |w| &w.commit_time,
+        View::Avg,
+    ),
+    (
+        "kafka_connect_connector_task_offset_commit_max_time_ms",
+        "The longest time in milliseconds an offset commit of the task took.",
+        |w| &w.commit_time,
+        View::Max,
+    ),
+    (
+        "kafka_connect_connector_task_offset_commit_success_percentage",
+        "The fraction of the task's offset commits that succeeded (0 to 1).",
+        |w| &w.commit_outcome,
+        View::Avg,
+    ),
+    (
+        "kafka_connect_connector_task_offset_commit_failure_percentage",
+        "The fraction of the task's offset commits that failed (0 to 1).",
+        |w| &w.commit_outcome,
+        View::Rest,
+    ),
 ];
 
 /// The windowed series of the tasks running on this node, measured at each scrape: a measure
@@ -616,6 +669,7 @@ impl Collector for WindowSeries {
                     View::Rate => window.rate(now),
                     View::Avg => window.avg(now),
                     View::Max => window.max(now),
+                    View::Rest => 1.0 - window.avg(now),
                 };
                 family.get_or_create(labels).set(value);
             }
@@ -681,6 +735,20 @@ mod tests {
             value("kafka_connect_sink_task_put_batch_max_time_ms"),
             Some(8.0)
         );
+        t.windows.committed(Instant::now(), true);
+        t.windows.committed(Instant::now(), false);
+        let text = metrics.render();
+        let value = |name: &str| {
+            let prefix = format!("{name}{{connector=\"sink\",task=\"0\"}} ");
+            text.lines()
+                .find_map(|l| l.strip_prefix(&prefix)?.parse::<f64>().ok())
+        };
+        for name in [
+            "kafka_connect_connector_task_offset_commit_success_percentage",
+            "kafka_connect_connector_task_offset_commit_failure_percentage",
+        ] {
+            assert_eq!(value(name), Some(0.5), "{name}: {text}");
+        }
         // Nothing recorded: not shown (a sink task has no source series).
         assert_eq!(
             value("kafka_connect_source_task_source_record_poll_rate"),

@@ -274,6 +274,7 @@ impl<C: SinkConsumer, P: Control> SinkLoop<C, P> {
         let mut rewound = HashSet::new();
         let windows = self.pipeline.metrics().windows.clone();
         windows.sink_read.record(batch.messages as f64);
+        windows.batch_size.record(batch.messages as f64);
         if !batch.records.is_empty() {
             // The lease may have lapsed while the batch was taken.
             self.control.resumed().await?;
@@ -395,14 +396,19 @@ impl<C: SinkConsumer, P: Control> SinkLoop<C, P> {
         if offsets.is_empty() {
             return Ok(());
         }
-        self.control
+        let started = std::time::Instant::now();
+        let committed = self
+            .control
             .commit(Command::CommitSinkOffsets {
                 name: self.unit.name.clone(),
                 task: self.unit.task,
                 generation: self.unit.generation,
                 offsets,
             })
-            .await?;
+            .await;
+        let windows = &self.pipeline.metrics().windows;
+        windows.committed(started, committed.is_ok());
+        committed?;
         debug!(unit = %self.unit.label, partitions = allowed.len(), "offsets committed");
         self.pipeline.metrics().sink_offset_commit_completion.inc();
         if let Some(consumer) = self.consumer.as_ref().filter(|_| self.unit.commit_group) {

@@ -310,11 +310,9 @@ impl<Pr: SourceProducer, P: Control> SourceLoop<Pr, P> {
             .metrics()
             .source_record_poll
             .inc_by(count as i64);
-        self.pipeline
-            .metrics()
-            .windows
-            .source_poll
-            .record(count as f64);
+        let windows = &self.pipeline.metrics().windows;
+        windows.source_poll.record(count as f64);
+        windows.batch_size.record(count as f64);
         for mut record in records {
             let position = (
                 self.partition_json(&record.source_partition),
@@ -452,7 +450,9 @@ impl<Pr: SourceProducer, P: Control> SourceLoop<Pr, P> {
         if offsets.is_empty() {
             return Ok(());
         }
-        self.control
+        let started = std::time::Instant::now();
+        let committed = self
+            .control
             .commit(Command::CommitSourceOffsets {
                 name: self.unit.name.clone(),
                 task: self.unit.task,
@@ -465,7 +465,12 @@ impl<Pr: SourceProducer, P: Control> SourceLoop<Pr, P> {
                     })
                     .collect(),
             })
-            .await?;
+            .await;
+        self.pipeline
+            .metrics()
+            .windows
+            .committed(started, committed.is_ok());
+        committed?;
         self.committed.extend(offsets);
         self.task.commit().await?;
         debug!(unit = %self.unit.label, "source offsets committed");
