@@ -75,6 +75,7 @@ fn sink_config<'a>(file: &'a str, tolerance: &'a str) -> Vec<(&'a str, &'a str)>
 
 #[test]
 fn malformed_records_go_to_the_dead_letter_queue_with_their_context_and_the_rest_arrive() {
+    let test_began = std::time::SystemTime::now();
     let kafka = Kafka::start(&[("orders", 1), ("dlq-orders", 1)]);
     let (cluster, leader) = started(1, &kafka, Settings::default());
     let (input, good, bad) = orders(&cluster);
@@ -247,6 +248,17 @@ fn malformed_records_go_to_the_dead_letter_queue_with_their_context_and_the_rest
     );
     assert!(
         sink("kafka_connect_connector_task_batch_size_max") >= 1.0,
+        "{text}"
+    );
+    // The last malformed record was met during the test.
+    let since_epoch = |t: std::time::SystemTime| {
+        t.duration_since(std::time::UNIX_EPOCH)
+            .map_or(0.0, |d| d.as_millis() as f64)
+    };
+    let last_error = sink("kafka_connect_task_error_last_error_timestamp");
+    assert!(
+        last_error >= since_epoch(test_began)
+            && last_error <= since_epoch(std::time::SystemTime::now()),
         "{text}"
     );
     say(format!(

@@ -94,6 +94,8 @@ task_metrics! {
         "Records sent to the dead letter queue.";
     dlq_failures: "kafka_connect_task_error_deadletterqueue_produce_failures",
         "Records the dead letter queue failed to take.";
+    last_error_timestamp: "kafka_connect_task_error_last_error_timestamp",
+        "When this task last met an error (milliseconds since the epoch; 0: never).";
 }
 
 /// A worker's starts of one kind of unit (connector instances or tasks), as Kafka Connect's

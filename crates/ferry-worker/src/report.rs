@@ -151,6 +151,10 @@ impl Reporter {
         let record = describe(ctx);
         self.metrics.record_failures.inc();
         self.metrics.record_errors.inc();
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
+        self.metrics.last_error_timestamp.set(now);
         if self.errors.tolerance == Tolerance::None {
             return Err(ConnectError {
                 message: format!(
