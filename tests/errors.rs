@@ -77,7 +77,12 @@ fn sink_config<'a>(file: &'a str, tolerance: &'a str) -> Vec<(&'a str, &'a str)>
 fn malformed_records_go_to_the_dead_letter_queue_with_their_context_and_the_rest_arrive() {
     let test_began = std::time::SystemTime::now();
     let kafka = Kafka::start(&[("orders", 1), ("dlq-orders", 1)]);
-    let (cluster, leader) = started(1, &kafka, Settings::default());
+    // The node logs JSON (`[log] format`), as a log collector reads it.
+    let json_logs = Settings {
+        log_format: Some("json"),
+        ..Settings::default()
+    };
+    let (cluster, leader) = started(1, &kafka, json_logs);
     let (input, good, bad) = orders(&cluster);
     create_source(&cluster, leader, &input, "orders");
     create(&cluster, leader, "sink", &sink_config("sink.out", "all"));
@@ -260,6 +265,25 @@ fn malformed_records_go_to_the_dead_letter_queue_with_their_context_and_the_rest
         last_error >= since_epoch(test_began)
             && last_error <= since_epoch(std::time::SystemTime::now()),
         "{text}"
+    );
+    // Every line of the node's log is a JSON object; a task's lines carry its unit's span,
+    // with the connector, the task and the generation.
+    let log = cluster.log_text(leader);
+    let lines: Vec<serde_json::Value> = log
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
+        .collect();
+    let assigned = lines
+        .iter()
+        .find(|l| {
+            l["fields"]["message"] == "sink task assigned" && l["span"]["connector"] == "sink"
+        })
+        .unwrap_or_else(|| panic!("no JSON line of the sink task's start in\n{log}"));
+    assert_eq!(assigned["span"]["task"], 0, "{assigned}");
+    assert!(
+        assigned["span"]["generation"].as_u64().is_some(),
+        "{assigned}"
     );
     say(format!(
         "DLQ: {} good orders delivered, {} malformed ones in dlq-orders with all ten context headers",

@@ -183,6 +183,8 @@ pub struct Settings {
     /// (`[worker] test_clock_ahead_ms`), so that a test chooses when a wall-clock schedule — a
     /// rotation at every 10-minute mark — fires.
     pub clock_ahead_ms: u64,
+    /// `[log] format` of every node (`None`: not set, Ferry's default, text).
+    pub log_format: Option<&'static str>,
 }
 
 impl Default for Settings {
@@ -215,6 +217,7 @@ impl Default for Settings {
             limits: Vec::new(),
             ferryd_timing: false,
             clock_ahead_ms: 0,
+            log_format: None,
         }
     }
 }
@@ -418,6 +421,9 @@ impl Cluster {
             for (key, value) in &s.limits {
                 text.push_str(&format!("{key} = {value}\n"));
             }
+        }
+        if let Some(format) = s.log_format {
+            text.push_str(&format!("\n[log]\nformat = {format:?}\n"));
         }
         text.push_str(&format!("\n[rest]\nlisteners = {:?}\n", node.rest));
         for (key, value) in &s.rest {

@@ -63,6 +63,31 @@ pub struct ClusterConfig {
     /// Kafka Connect's REST API; without this section the node serves none.
     #[serde(default)]
     pub rest: Option<RestSettings>,
+    /// How the node writes its log.
+    #[serde(default)]
+    pub log: LogSettings,
+}
+
+/// How a node writes its log (to standard error).
+#[derive(Debug, Clone, Default, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct LogSettings {
+    /// `text` (the default) or `json`: one JSON object per line, with the fields of the spans
+    /// it was written in (a unit's connector, task and generation). `ferryd --log-format`
+    /// overrides it.
+    #[serde(default)]
+    pub format: LogFormat,
+}
+
+/// A log format.
+#[derive(Debug, Clone, Copy, Default, Deserialize, PartialEq, Eq, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum LogFormat {
+    /// Lines for people.
+    #[default]
+    Text,
+    /// A JSON object per line, for log collectors.
+    Json,
 }
 
 /// Kafka Connect's REST API on this node.
@@ -632,6 +657,18 @@ properties = { "security.protocol" = "plaintext" }
             Ok(config) => config.validate().err().unwrap_or_default(),
             Err(e) => vec![e],
         }
+    }
+
+    #[test]
+    fn the_log_format_is_text_unless_json_is_asked_for_and_another_is_refused_by_name() {
+        let config = ClusterConfig::parse(GOOD).expect("parses");
+        assert_eq!(config.log.format, LogFormat::Text);
+        let json =
+            ClusterConfig::parse(&format!("{GOOD}\n[log]\nformat = \"json\"\n")).expect("parses");
+        assert_eq!(json.log.format, LogFormat::Json);
+        let wrong = ClusterConfig::parse(&format!("{GOOD}\n[log]\nformat = \"xml\"\n"));
+        let error = wrong.expect_err("refused");
+        assert!(error.contains("xml") && error.contains("format"), "{error}");
     }
 
     #[test]

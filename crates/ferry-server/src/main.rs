@@ -39,18 +39,12 @@ struct Args {
     /// Path of this node's cluster.toml.
     #[arg(short, long, env = "FERRY_CONFIG", default_value = "cluster.toml")]
     config: PathBuf,
-    /// Log format.
-    #[arg(long, value_enum, default_value = "text")]
-    log_format: LogFormat,
+    /// Log format (overrides `[log] format` of the config).
+    #[arg(long, value_enum)]
+    log_format: Option<config::LogFormat>,
     /// Only check the config and exit.
     #[arg(long)]
     check: bool,
-}
-
-#[derive(clap::ValueEnum, Clone, Copy, Debug)]
-enum LogFormat {
-    Text,
-    Json,
 }
 
 /// Replaces the node's log filter.
@@ -58,7 +52,7 @@ type Reload = Box<dyn Fn(tracing_subscriber::EnvFilter) -> Result<(), String> + 
 
 /// The node's logging: its filter from `RUST_LOG` or Ferry's default, reloadable, so that
 /// `/admin/loggers` can change levels at run time.
-fn init_tracing(format: LogFormat) -> loggers::Loggers {
+fn init_tracing(format: config::LogFormat) -> loggers::Loggers {
     const DEFAULT: &str = "info,openraft=warn,sled=warn,h2=warn,tower=warn,hyper=warn";
     let mut directives = std::env::var("RUST_LOG").unwrap_or_else(|_| DEFAULT.to_string());
     let filter = tracing_subscriber::EnvFilter::try_new(&directives).unwrap_or_else(|_| {
@@ -71,13 +65,13 @@ fn init_tracing(format: LogFormat) -> loggers::Loggers {
         .with_ansi(ansi)
         .with_writer(std::io::stderr);
     let reload: Reload = match format {
-        LogFormat::Text => {
+        config::LogFormat::Text => {
             let builder = builder.with_env_filter(filter).with_filter_reloading();
             let handle = builder.reload_handle();
             builder.init();
             Box::new(move |f| handle.reload(f).map_err(|e| e.to_string()))
         }
-        LogFormat::Json => {
+        config::LogFormat::Json => {
             let builder = builder
                 .json()
                 .with_env_filter(filter)
@@ -103,10 +97,7 @@ fn main() -> ExitCode {
     // The flag is the process's; the kernel refusing it only costs memory.
     let huge_pages_off = nix::sys::prctl::set_thp_disable(true);
     let args = Args::parse();
-    let loggers = init_tracing(args.log_format);
-    if let Err(e) = huge_pages_off {
-        tracing::warn!(error = %e, "cannot turn transparent huge pages off for ferryd; it may hold more memory");
-    }
+    // The config says how to log; what is wrong with it goes to standard error as it is.
     let config = match config::ClusterConfig::load(&args.config) {
         Ok(config) => config,
         Err(e) => {
@@ -117,6 +108,10 @@ fn main() -> ExitCode {
     if args.check {
         println!("{}: ok", args.config.display());
         return ExitCode::SUCCESS;
+    }
+    let loggers = init_tracing(args.log_format.unwrap_or(config.log.format));
+    if let Err(e) = huge_pages_off {
+        tracing::warn!(error = %e, "cannot turn transparent huge pages off for ferryd; it may hold more memory");
     }
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()

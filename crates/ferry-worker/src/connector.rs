@@ -82,7 +82,7 @@ async fn reconfiguration(connector: &mut Option<Box<dyn Connector>>) -> ferry_co
 }
 
 /// Run the connector instance until `stop`, following its target state.
-#[tracing::instrument(skip_all, fields(unit = %ctx.label(), generation = ctx.generation))]
+#[tracing::instrument(skip_all, fields(unit = %ctx.label(), connector = %ctx.name, task = ctx.task, generation = ctx.generation))]
 pub async fn run(
     ctx: UnitCtx,
     mut control: watch::Receiver<TargetState>,

@@ -550,7 +550,7 @@ async fn session(
 }
 
 /// Run a source task until it is stopped, fenced or fails.
-#[instrument(skip_all, fields(unit = %ctx.label(), generation = ctx.generation))]
+#[instrument(skip_all, fields(unit = %ctx.label(), connector = %ctx.name, task = ctx.task, generation = ctx.generation))]
 pub async fn run(ctx: UnitCtx, control: watch::Receiver<TargetState>, stop: watch::Receiver<bool>) {
     lifecycle(ctx, control, stop, session).await;
     debug!("source task finished");
