@@ -5,8 +5,7 @@
 use ferry_meta::MetaNode;
 use openraft::ServerState;
 use prometheus_client::collector::Collector;
-use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric};
-use prometheus_client::metrics::gauge::ConstGauge;
+use prometheus_client::encoding::DescriptorEncoder;
 
 /// openraft's metrics of Ferry's Raft.
 type Metrics = openraft::RaftMetrics<ferry_meta::NodeId, ferry_meta::FerryNode>;
@@ -88,12 +87,7 @@ fn series(m: &Metrics) -> [(&'static str, &'static str, i64); 9] {
 impl Collector for RaftSeries {
     fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
         let metrics = self.node.raft().metrics().borrow().clone();
-        for (name, help, value) in series(&metrics) {
-            let gauge = ConstGauge::new(value);
-            let metric = encoder.encode_descriptor(name, help, None, gauge.metric_type())?;
-            gauge.encode(metric)?;
-        }
-        Ok(())
+        ferry_worker::metrics::encode_gauges(&mut encoder, &series(&metrics))
     }
 }
 

@@ -161,19 +161,16 @@ impl prometheus_client::collector::Collector for LeaseSeries {
         &self,
         mut encoder: prometheus_client::encoding::DescriptorEncoder,
     ) -> Result<(), std::fmt::Error> {
-        use prometheus_client::encoding::EncodeMetric;
         let (held, epoch, age) = self.0.seen();
         let age = age.map_or(-1, |a| i64::try_from(a.as_millis()).unwrap_or(i64::MAX));
-        for (name, help, value) in [
-            ("ferry_worker_lease_held", "1 while this worker holds its lease (it may commit).", i64::from(held)),
-            ("ferry_worker_lease_epoch", "How many times this worker took its lease afresh.", i64::try_from(epoch).unwrap_or(i64::MAX)),
-            ("ferry_worker_lease_ack_age_ms", "Milliseconds since the last heartbeat the leader acknowledged was sent (-1: none yet).", age),
-        ] {
-            let gauge = prometheus_client::metrics::gauge::ConstGauge::new(value);
-            let metric = encoder.encode_descriptor(name, help, None, gauge.metric_type())?;
-            gauge.encode(metric)?;
-        }
-        Ok(())
+        crate::metrics::encode_gauges(
+            &mut encoder,
+            &[
+                ("ferry_worker_lease_held", "1 while this worker holds its lease (it may commit).", i64::from(held)),
+                ("ferry_worker_lease_epoch", "How many times this worker took its lease afresh.", i64::try_from(epoch).unwrap_or(i64::MAX)),
+                ("ferry_worker_lease_ack_age_ms", "Milliseconds since the last heartbeat the leader acknowledged was sent (-1: none yet).", age),
+            ],
+        )
     }
 }
 

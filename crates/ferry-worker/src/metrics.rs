@@ -495,6 +495,20 @@ impl StatusFamilies {
     }
 }
 
+/// Encode series of one value each, without labels: (name, meaning, value). For collectors of
+/// values read at each scrape (Ferry's Raft and lease series).
+pub fn encode_gauges(
+    encoder: &mut DescriptorEncoder,
+    gauges: &[(&str, &str, i64)],
+) -> Result<(), std::fmt::Error> {
+    for (name, help, value) in gauges {
+        let gauge = prometheus_client::metrics::gauge::ConstGauge::new(*value);
+        let metric = encoder.encode_descriptor(name, help, None, gauge.metric_type())?;
+        gauge.encode(metric)?;
+    }
+    Ok(())
+}
+
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     // A panic elsewhere leaves these measures usable.
     m.lock().unwrap_or_else(|p| p.into_inner())

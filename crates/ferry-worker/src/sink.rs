@@ -272,7 +272,7 @@ impl<C: SinkConsumer, P: Control> SinkLoop<C, P> {
     /// may have renamed it) — but for a partition the task rewound, which consumes again.
     async fn put(&mut self, batch: Batch) -> Result<(), Failure> {
         let mut rewound = HashSet::new();
-        let windows = self.pipeline.metrics().windows.clone();
+        let windows = &self.pipeline.metrics().windows;
         windows.sink_read.record(batch.messages as f64);
         windows.batch_size.record(batch.messages as f64);
         if !batch.records.is_empty() {
@@ -283,10 +283,13 @@ impl<C: SinkConsumer, P: Control> SinkLoop<C, P> {
                 .metrics()
                 .sink_record_send
                 .inc_by(batch.records.len() as i64);
+            let windows = &self.pipeline.metrics().windows;
             windows.sink_send.record(batch.records.len() as f64);
             let started = std::time::Instant::now();
             let put = self.put_records(batch.records, &mut rewound).await;
-            windows
+            self.pipeline
+                .metrics()
+                .windows
                 .put_time
                 .record(started.elapsed().as_secs_f64() * 1000.0);
             // A record reported under errors.tolerance=none fails the task even if the task
