@@ -742,7 +742,12 @@ impl Cluster {
     /// Cluster status as one node sees it, if it answers.
     pub fn status(&self, id: u64) -> Option<Value> {
         let output = self.cli_on(&[id], &["-o", "json", "cluster", "status"]);
-        output.ok().then(|| output.json())
+        // The CLI follows the leader when a node cannot answer yet (a node starting up), so
+        // an answer may come from another node: only node `id`'s own counts.
+        output
+            .ok()
+            .then(|| output.json())
+            .filter(|status| status["node_id"].as_u64() == Some(id))
     }
 
     /// Every thread's stack of a running node, as gdb prints them (if gdb is installed).
