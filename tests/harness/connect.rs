@@ -18,6 +18,23 @@ const BOOT: Duration = Duration::from_secs(120);
 /// `connect-distributed.sh` gives `-Xms256M -Xmx2G`).
 const TEST_JVM: &str = "-Xms64m -Xmx512m -XX:+UseSerialGC -XX:TieredStopAtLevel=1";
 
+/// Prometheus's JMX exporter agent (`scripts/testbed/kafka.sh` fetches it).
+pub fn exporter_agent() -> PathBuf {
+    let dir = brokers::libs().join("../agent");
+    std::fs::read_dir(&dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.extension().is_some_and(|e| e == "jar"))
+        .unwrap_or_else(|| {
+            panic!(
+                "no JMX exporter agent in {}: run ./scripts/testbed/kafka.sh",
+                dir.display()
+            )
+        })
+}
+
 /// A running Kafka Connect worker.
 pub struct KafkaConnect {
     /// `http://127.0.0.1:<port>`, its REST API.
@@ -37,6 +54,17 @@ impl KafkaConnect {
         group: &str,
         replication: u32,
         more: &[(&str, &str)],
+    ) -> KafkaConnect {
+        Self::start_with(bootstrap, group, replication, more, &[])
+    }
+
+    /// [`KafkaConnect::start`] with `jvm_args` after the JVM's heap options (a Java agent).
+    pub fn start_with(
+        bootstrap: &str,
+        group: &str,
+        replication: u32,
+        more: &[(&str, &str)],
+        jvm_args: &[String],
     ) -> KafkaConnect {
         let dir = tempfile::Builder::new()
             .prefix("ferry-connect-")
@@ -90,6 +118,7 @@ impl KafkaConnect {
         let jvm = std::env::var("FERRY_CONNECT_JVM_OPTS").unwrap_or_else(|_| TEST_JVM.to_string());
         let child = Command::new("java")
             .args(jvm.split_whitespace())
+            .args(jvm_args)
             .arg(format!("-Dlog4j2.configurationFile={}", logging.display()))
             .arg("-cp")
             .arg(format!("{}/*", brokers::libs().display()))

@@ -3,6 +3,7 @@
 
 pub mod brokers;
 pub mod connect;
+pub mod exposition;
 pub mod hdfs;
 pub mod jepsen;
 pub mod pipeline;
@@ -726,6 +727,11 @@ impl Cluster {
         ids.into_iter()
             .flat_map(|id| self.series(id, name, labels).unwrap_or_default())
             .sum()
+    }
+
+    /// Node `id`'s REST listener, `http://host:port`.
+    pub fn rest_url(&self, id: u64) -> String {
+        self.nodes[&id].rest.clone()
     }
 
     /// A REST call to node `id` (`curl`); `None` if it did not answer.

@@ -5,24 +5,36 @@
 //! do, and start at zero with each start. The states of the units a node runs are read from
 //! its applied state at each scrape ([`UnitStatus`]).
 
+mod state_time;
 mod windowed;
 
 use std::collections::HashMap;
-use std::sync::atomic::AtomicI64;
+use std::sync::atomic::{AtomicI64, AtomicU64};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
+use ferry_connect::plugin::{self, PluginDesc, PluginKind};
 use ferry_meta::state::RunState;
 use ferry_meta::store::StateReader;
 use ferry_meta::{ClusterState, NodeId};
 use prometheus_client::collector::Collector;
 use prometheus_client::encoding::{DescriptorEncoder, EncodeLabelSet, EncodeMetric};
+use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 
-/// One count. Kafka Connect's `-total` attributes are exported as gauges, and so are these.
+/// One count that goes up and down (tasks running), or a value set (a timestamp).
 pub type Count = Gauge<i64, AtomicI64>;
+
+/// A count that only goes up: Kafka Connect's `-total` attributes, which Strimzi's rules
+/// export as counters. Its series is named with `_total`, which the encoder appends.
+pub type Total = Counter<u64, AtomicU64>;
+
+/// The name to register a series under: a counter's without the `_total` its encoder adds.
+fn family_name(series: &str) -> &str {
+    series.strip_suffix("_total").unwrap_or(series)
+}
 
 /// The labels of a task's series.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -33,12 +45,12 @@ struct TaskLabels {
 
 /// Declares the per-task counts once: the field, the series name and its meaning.
 macro_rules! task_metrics {
-    ($($field:ident: $name:literal, $help:literal;)*) => {
+    ($($field:ident: $kind:ty = $name:literal, $help:literal;)*) => {
         /// A task's counts, updated by its loop, pipeline and reporter. A default one counts
         /// into nothing registered (unit tests).
         #[derive(Clone, Debug, Default)]
         pub struct TaskMetrics {
-            $(#[doc = $help] pub $field: Count,)*
+            $(#[doc = $help] pub $field: $kind,)*
             /// Its windowed measures (Kafka Connect's `-rate`, `-avg` and `-max`).
             pub windows: TaskWindows,
         }
@@ -46,16 +58,24 @@ macro_rules! task_metrics {
         /// Every task's series of one count each.
         #[derive(Debug, Default)]
         struct TaskFamilies {
-            $($field: Family<TaskLabels, Count>,)*
+            $($field: Family<TaskLabels, $kind>,)*
         }
 
         impl TaskFamilies {
             fn register(&self, registry: &mut Registry) {
-                $(registry.register($name, $help, self.$field.clone());)*
+                $(registry.register(family_name($name), $help, self.$field.clone());)*
             }
 
-            fn of(&self, labels: &TaskLabels, windows: TaskWindows) -> TaskMetrics {
-                TaskMetrics { $($field: self.$field.get_or_create_owned(labels),)* windows }
+            /// A task's counts: those of its kind's groups registered, the others counting
+            /// into nothing.
+            fn of(&self, labels: &TaskLabels, kind: PluginKind, windows: TaskWindows) -> TaskMetrics {
+                TaskMetrics {
+                    $($field: match shown_for($name, kind) {
+                        true => self.$field.get_or_create_owned(labels),
+                        false => Default::default(),
+                    },)*
+                    windows,
+                }
             }
 
             fn remove(&self, labels: &TaskLabels) {
@@ -66,36 +86,54 @@ macro_rules! task_metrics {
 }
 
 task_metrics! {
-    sink_record_read: "kafka_connect_sink_task_sink_record_read_total",
+    sink_record_read: Total = "kafka_connect_sink_task_sink_record_read_total",
         "Records read from Kafka by this sink task (before transforms).";
-    sink_record_send: "kafka_connect_sink_task_sink_record_send_total",
+    sink_record_send: Total = "kafka_connect_sink_task_sink_record_send_total",
         "Records output from the transforms and put to this sink task.";
-    sink_partition_count: "kafka_connect_sink_task_partition_count",
+    sink_partition_count: Count = "kafka_connect_sink_task_partition_count",
         "Topic partitions assigned to this sink task.";
-    sink_offset_commit_completion: "kafka_connect_sink_task_offset_commit_completion_total",
+    sink_offset_commit_completion: Total = "kafka_connect_sink_task_offset_commit_completion_total",
         "Offset commits of this sink task that completed.";
-    sink_offset_commit_skip: "kafka_connect_sink_task_offset_commit_skip_total",
+    sink_offset_commit_skip: Total = "kafka_connect_sink_task_offset_commit_skip_total",
         "Offset commits of this sink task answered too late and ignored (none in Ferry: a commit is answered before the next is made).";
-    source_record_poll: "kafka_connect_source_task_source_record_poll_total",
+    sink_offset_commit_seq_no: Count = "kafka_connect_sink_task_offset_commit_seq_no",
+        "The sequence number of this sink task's last offset commit.";
+    sink_record_active: Count = "kafka_connect_sink_task_sink_record_active_count",
+        "Records read from Kafka by this sink task and not yet committed.";
+    source_record_poll: Total = "kafka_connect_source_task_source_record_poll_total",
         "Records polled from this source task (before transforms).";
-    source_record_write: "kafka_connect_source_task_source_record_write_total",
+    source_record_write: Total = "kafka_connect_source_task_source_record_write_total",
         "Records output from the transforms and written to Kafka by this source task.";
-    record_failures: "kafka_connect_task_error_total_record_failures",
+    source_record_active: Count = "kafka_connect_source_task_source_record_active_count",
+        "Records produced by this source task and not yet acknowledged by Kafka.";
+    record_failures: Count = "kafka_connect_task_error_total_record_failures",
         "Record processing failures in this task.";
-    record_errors: "kafka_connect_task_error_total_record_errors",
+    record_errors: Count = "kafka_connect_task_error_total_record_errors",
         "Records that failed in this task (after retries, if any).";
-    records_skipped: "kafka_connect_task_error_total_records_skipped",
+    records_skipped: Count = "kafka_connect_task_error_total_records_skipped",
         "Records skipped because of errors (errors.tolerance=all).";
-    retries: "kafka_connect_task_error_total_retries",
+    retries: Count = "kafka_connect_task_error_total_retries",
         "Operations of this task retried after a retriable failure.";
-    errors_logged: "kafka_connect_task_error_total_errors_logged",
+    errors_logged: Count = "kafka_connect_task_error_total_errors_logged",
         "Errors logged (errors.log.enable=true).";
-    dlq_requests: "kafka_connect_task_error_deadletterqueue_produce_requests",
+    dlq_requests: Count = "kafka_connect_task_error_deadletterqueue_produce_requests",
         "Records sent to the dead letter queue.";
-    dlq_failures: "kafka_connect_task_error_deadletterqueue_produce_failures",
+    dlq_failures: Count = "kafka_connect_task_error_deadletterqueue_produce_failures",
         "Records the dead letter queue failed to take.";
-    last_error_timestamp: "kafka_connect_task_error_last_error_timestamp",
+    last_error_timestamp: Count = "kafka_connect_task_error_last_error_timestamp",
         "When this task last met an error (milliseconds since the epoch; 0: never).";
+}
+
+/// Whether a task of `kind` has the series `name`, as Kafka Connect's tasks have their
+/// groups: sink-task-metrics for sinks, source-task-metrics for sources, the others for both.
+fn shown_for(name: &str, kind: PluginKind) -> bool {
+    if name.starts_with("kafka_connect_sink_task_") {
+        kind == PluginKind::Sink
+    } else if name.starts_with("kafka_connect_source_task_") {
+        kind == PluginKind::Source
+    } else {
+        true
+    }
 }
 
 /// A worker's starts of one kind of unit (connector instances or tasks), as Kafka Connect's
@@ -103,9 +141,9 @@ task_metrics! {
 /// report — a state it runs in (running, paused, stopped) or a failure.
 #[derive(Clone, Debug, Default)]
 pub struct Starts {
-    attempts: Count,
-    successes: Count,
-    failures: Count,
+    attempts: Total,
+    successes: Total,
+    failures: Total,
     /// Successes and failures as fractions of the attempts.
     success_ratio: Real,
     failure_ratio: Real,
@@ -118,18 +156,19 @@ impl Starts {
     /// Register under `kafka_connect_worker_<kind>_startup_…`.
     fn register(&self, registry: &mut Registry, kind: &str) {
         let name = |what: &str| format!("kafka_connect_worker_{kind}_startup_{what}");
+        // Counters: their encoder adds `_total`.
         registry.register(
-            name("attempts_total"),
+            name("attempts"),
             format!("Starts of a {kind} this worker attempted."),
             self.attempts.clone(),
         );
         registry.register(
-            name("success_total"),
+            name("success"),
             format!("Starts of a {kind} that succeeded."),
             self.successes.clone(),
         );
         registry.register(
-            name("failure_total"),
+            name("failure"),
             format!("Starts of a {kind} that failed."),
             self.failures.clone(),
         );
@@ -202,8 +241,8 @@ pub struct WorkerMetrics {
     /// Tasks started on this worker.
     pub task_starts: Starts,
     tasks: TaskFamilies,
-    /// The windowed measures of the tasks running here.
-    windows: Arc<Mutex<HashMap<TaskLabels, TaskWindows>>>,
+    /// The measures read at each scrape of the tasks running here.
+    windows: Arc<Mutex<HashMap<TaskLabels, (PluginKind, TaskWindows)>>>,
 }
 
 impl Default for WorkerMetrics {
@@ -215,9 +254,13 @@ impl Default for WorkerMetrics {
 
 impl WorkerMetrics {
     /// A node's metrics, with the states of the units `worker` runs read from `state` at each
-    /// scrape.
-    pub fn new(state: StateReader, worker: NodeId) -> Self {
-        Self::build(Some(UnitStatus { state, worker }))
+    /// scrape (and their connectors described by `plugins`).
+    pub fn new(state: StateReader, worker: NodeId, plugins: Arc<Vec<PluginDesc>>) -> Self {
+        Self::build(Some(UnitStatus {
+            state,
+            worker,
+            plugins,
+        }))
     }
 
     fn build(status: Option<UnitStatus>) -> Self {
@@ -242,7 +285,7 @@ impl WorkerMetrics {
         task_starts.register(&mut registry, "task");
         let tasks = TaskFamilies::default();
         tasks.register(&mut registry);
-        let windows = Arc::<Mutex<HashMap<TaskLabels, TaskWindows>>>::default();
+        let windows = Arc::<Mutex<HashMap<TaskLabels, (PluginKind, TaskWindows)>>>::default();
         registry.register_collector(Box::new(WindowSeries(windows.clone())));
         WorkerMetrics {
             registry,
@@ -260,13 +303,13 @@ impl WorkerMetrics {
         self.registry.register_collector(collector);
     }
 
-    /// The counts of a task starting on this node, from zero.
-    pub fn task(&self, connector: &str, task: u32) -> TaskMetrics {
+    /// The counts of a task of `kind` starting on this node, from zero.
+    pub fn task(&self, connector: &str, task: u32, kind: PluginKind) -> TaskMetrics {
         let labels = labels(connector, task);
         self.tasks.remove(&labels);
         let windows = TaskWindows::default();
-        lock(&self.windows).insert(labels.clone(), windows.clone());
-        self.tasks.of(&labels, windows)
+        lock(&self.windows).insert(labels.clone(), (kind, windows.clone()));
+        self.tasks.of(&labels, kind, windows)
     }
 
     /// A task stopped on this node: its series go.
@@ -292,6 +335,7 @@ impl WorkerMetrics {
 struct UnitStatus {
     state: StateReader,
     worker: NodeId,
+    plugins: Arc<Vec<PluginDesc>>,
 }
 
 impl std::fmt::Debug for UnitStatus {
@@ -304,7 +348,7 @@ impl std::fmt::Debug for UnitStatus {
 
 impl Collector for UnitStatus {
     fn encode(&self, encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
-        let families = StatusFamilies::of(&self.state.read().state, self.worker);
+        let families = StatusFamilies::of(&self.state.read().state, self.worker, &self.plugins);
         families.encode(encoder)
     }
 }
@@ -376,16 +420,47 @@ const TASK_COUNTS: &[(Counted, &str, &str)] = &[
     ),
 ];
 
+/// The labels of a series that describes a connector: its name and one fact.
+type ConnectorInfoLabels = [(&'static str, String); 2];
+
+/// One fact of a connector's plugin.
+type Fact = fn(&PluginDesc) -> &'static str;
+
+/// Kafka Connect's connector-metrics that describe a connector instance: the series (1, the
+/// fact as a label), the label, its meaning, and the fact, from the connector's plugin.
+const CONNECTOR_INFO: &[(&str, &str, &str, Fact)] = &[
+    (
+        "kafka_connect_connector_connector_class",
+        "connector_class",
+        "The class of each connector instance this worker runs (1, the class as a label).",
+        |p| p.class,
+    ),
+    (
+        "kafka_connect_connector_connector_type",
+        "connector_type",
+        "Whether each connector instance this worker runs is a sink or a source (1, as a label).",
+        |p| p.kind().as_str(),
+    ),
+    (
+        "kafka_connect_connector_connector_version",
+        "connector_version",
+        "The version of each connector instance's plugin (1, the version as a label).",
+        |p| p.version,
+    ),
+];
+
 /// The status series of one worker's units, built from a state.
 #[derive(Default)]
 struct StatusFamilies {
     connectors: Family<ConnectorStatusLabels, Count>,
+    /// One family per [`CONNECTOR_INFO`] entry, in its order.
+    info: Vec<Family<ConnectorInfoLabels, Count>>,
     tasks: Family<TaskStatusLabels, Count>,
     /// One family per [`TASK_COUNTS`] entry, in its order.
     counts: Vec<Family<ConnectorLabels, Count>>,
     /// Ferry's own: each task's generation, and the commits refused for a stale one.
     generations: Family<TaskLabels, Count>,
-    fenced: Family<TaskLabels, Count>,
+    fenced: Family<TaskLabels, Total>,
 }
 
 /// Kafka Connect's status as its metrics spell it (`running`, …).
@@ -395,9 +470,10 @@ fn status_label(state: RunState) -> String {
 
 impl StatusFamilies {
     /// The series of the units whose latest status `worker` reported or was assigned.
-    fn of(state: &ClusterState, worker: NodeId) -> Self {
+    fn of(state: &ClusterState, worker: NodeId, plugins: &[PluginDesc]) -> Self {
         let families = StatusFamilies {
             counts: TASK_COUNTS.iter().map(|_| Family::default()).collect(),
+            info: CONNECTOR_INFO.iter().map(|_| Family::default()).collect(),
             ..Default::default()
         };
         for (name, status) in &state.status {
@@ -409,6 +485,19 @@ impl StatusFamilies {
                         status: status_label(status.connector.state),
                     })
                     .set(1);
+                let class = state
+                    .connectors
+                    .get(name)
+                    .and_then(|c| c.config.get("connector.class"));
+                if let Some(plugin) = class.and_then(|class| plugin::find(plugins, class)) {
+                    for ((_, label, _, fact), family) in CONNECTOR_INFO.iter().zip(&families.info) {
+                        let labels = [
+                            ("connector", name.clone()),
+                            (*label, fact(plugin).to_string()),
+                        ];
+                        family.get_or_create(&labels).set(1);
+                    }
+                }
             }
             let mine: Vec<_> = status
                 .tasks
@@ -440,10 +529,7 @@ impl StatusFamilies {
                     .get(name)
                     .and_then(|tasks| tasks.get(task))
                     .map_or(0, |f| f.count);
-                families
-                    .fenced
-                    .get_or_create(&labels)
-                    .set(i64::try_from(fenced).unwrap_or(i64::MAX));
+                families.fenced.get_or_create(&labels).inc_by(fenced);
                 families
                     .tasks
                     .get_or_create(&TaskStatusLabels {
@@ -465,6 +551,10 @@ impl StatusFamilies {
             self.connectors.metric_type(),
         )?;
         self.connectors.encode(connectors)?;
+        for ((name, _, help, _), family) in CONNECTOR_INFO.iter().zip(&self.info) {
+            let info = encoder.encode_descriptor(name, help, None, family.metric_type())?;
+            family.encode(info)?;
+        }
         let tasks = encoder.encode_descriptor(
             "kafka_connect_connector_task_status",
             "The status of each task this worker runs (1, its state as a label).",
@@ -476,21 +566,20 @@ impl StatusFamilies {
             let counts = encoder.encode_descriptor(name, help, None, family.metric_type())?;
             family.encode(counts)?;
         }
-        for (name, help, family) in [
-            (
-                "ferry_task_generation",
-                "The generation of each task this worker runs (bumped at every move, restart and config change).",
-                &self.generations,
-            ),
-            (
-                "ferry_task_fenced_commits_total",
-                "Commits refused for the task because they came with a stale generation (a zombie's).",
-                &self.fenced,
-            ),
-        ] {
-            let metric = encoder.encode_descriptor(name, help, None, family.metric_type())?;
-            family.encode(metric)?;
-        }
+        let generations = encoder.encode_descriptor(
+            "ferry_task_generation",
+            "The generation of each task this worker runs (bumped at every move, restart and config change).",
+            None,
+            self.generations.metric_type(),
+        )?;
+        self.generations.encode(generations)?;
+        let fenced = encoder.encode_descriptor(
+            family_name("ferry_task_fenced_commits_total"),
+            "Commits refused for the task because they came with a stale generation (a zombie's).",
+            None,
+            self.fenced.metric_type(),
+        )?;
+        self.fenced.encode(fenced)?;
         Ok(())
     }
 }
@@ -531,7 +620,8 @@ impl Windowed {
     }
 }
 
-/// A task's windowed measures.
+/// A task's measures read at each scrape: its windowed ones, and the time it spent in each
+/// state.
 #[derive(Clone, Debug, Default)]
 pub struct TaskWindows {
     /// Records read from Kafka per batch (a sink's).
@@ -552,6 +642,16 @@ pub struct TaskWindows {
     pub commit_time: Windowed,
     /// Each offset commit's outcome: 1 it succeeded, 0 it failed.
     pub commit_outcome: Windowed,
+    /// Each completed offset commit of a sink task (1 each).
+    pub commit_completion: Windowed,
+    /// Each offset commit of a sink task answered too late (none in Ferry).
+    pub commit_skip: Windowed,
+    /// A sink task's records read and not yet committed, at each read and commit.
+    pub sink_active: Windowed,
+    /// A source task's records produced and not yet acknowledged, at each send and delivery.
+    pub source_active: Windowed,
+    /// The time the task spent in each state it reported.
+    pub states: Arc<Mutex<state_time::StateTime>>,
 }
 
 impl TaskWindows {
@@ -560,6 +660,11 @@ impl TaskWindows {
         self.commit_time
             .record(started.elapsed().as_secs_f64() * 1000.0);
         self.commit_outcome.record(if ok { 1.0 } else { 0.0 });
+    }
+
+    /// The task reported `state`.
+    pub fn entered(&self, state: RunState) {
+        lock(&self.states).enter(state, Instant::now());
     }
 }
 
@@ -663,24 +768,77 @@ const WINDOWED: &[(&str, &str, Measure, View)] = &[
         |w| &w.commit_outcome,
         View::Rest,
     ),
+    (
+        "kafka_connect_sink_task_offset_commit_completion_rate",
+        "Offset commits of this sink task that completed, per second.",
+        |w| &w.commit_completion,
+        View::Rate,
+    ),
+    (
+        "kafka_connect_sink_task_offset_commit_skip_rate",
+        "Offset commits of this sink task answered too late and ignored, per second (none in Ferry).",
+        |w| &w.commit_skip,
+        View::Rate,
+    ),
+    (
+        "kafka_connect_sink_task_sink_record_active_count_avg",
+        "The average number of records this sink task had read and not yet committed.",
+        |w| &w.sink_active,
+        View::Avg,
+    ),
+    (
+        "kafka_connect_sink_task_sink_record_active_count_max",
+        "The most records this sink task had read and not yet committed.",
+        |w| &w.sink_active,
+        View::Max,
+    ),
+    (
+        "kafka_connect_source_task_source_record_active_count_avg",
+        "The average number of records this source task had produced and Kafka not yet acknowledged.",
+        |w| &w.source_active,
+        View::Avg,
+    ),
+    (
+        "kafka_connect_source_task_source_record_active_count_max",
+        "The most records this source task had produced and Kafka not yet acknowledged.",
+        |w| &w.source_active,
+        View::Max,
+    ),
 ];
 
-/// The windowed series of the tasks running on this node, measured at each scrape: a measure
-/// is shown once its task recorded into it (a sink task shows no source series).
+/// Kafka Connect's connector-task-metrics of the time in a state: name, meaning, the state.
+const STATE_RATIOS: &[(&str, &str, RunState)] = &[
+    (
+        "kafka_connect_connector_task_running_ratio",
+        "The fraction of the time since the task's first report that it spent running.",
+        RunState::Running,
+    ),
+    (
+        "kafka_connect_connector_task_pause_ratio",
+        "The fraction of the time since the task's first report that it spent paused.",
+        RunState::Paused,
+    ),
+];
+
+/// The windowed and state-time series of the tasks running on this node, measured at each
+/// scrape; a task shows those of its kind's groups (see [`shown_for`]).
 #[derive(Debug)]
-struct WindowSeries(Arc<Mutex<HashMap<TaskLabels, TaskWindows>>>);
+struct WindowSeries(Arc<Mutex<HashMap<TaskLabels, (PluginKind, TaskWindows)>>>);
 
 impl Collector for WindowSeries {
     fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
         let now = Instant::now();
         let tasks = lock(&self.0).clone();
+        let shown = |name: &'static str| {
+            tasks
+                .iter()
+                .filter(move |(_, (kind, _))| shown_for(name, *kind))
+                .map(|(labels, (_, windows))| (labels, windows))
+        };
         for (name, help, measure, view) in WINDOWED {
             let family = Family::<TaskLabels, Real>::default();
-            for (labels, windows) in &tasks {
+            for (labels, windows) in shown(name) {
                 let window = lock(&measure(windows).0);
-                if !window.recorded {
-                    continue;
-                }
                 let value = match view {
                     View::Rate => window.rate(now),
                     View::Avg => window.avg(now),
@@ -688,6 +846,15 @@ impl Collector for WindowSeries {
                     View::Rest => 1.0 - window.avg(now),
                 };
                 family.get_or_create(labels).set(value);
+            }
+            let metric = encoder.encode_descriptor(name, help, None, family.metric_type())?;
+            family.encode(metric)?;
+        }
+        for (name, help, state) in STATE_RATIOS {
+            let family = Family::<TaskLabels, Real>::default();
+            for (labels, windows) in shown(name) {
+                let ratio = lock(&windows.states).ratio(*state, now);
+                family.get_or_create(labels).set(ratio);
             }
             let metric = encoder.encode_descriptor(name, help, None, family.metric_type())?;
             family.encode(metric)?;
@@ -710,8 +877,9 @@ mod tests {
     #[test]
     fn a_task_s_series_live_while_it_runs_and_start_from_zero() {
         let metrics = WorkerMetrics::default();
-        let t = metrics.task("sink", 0);
+        let t = metrics.task("sink", 0, PluginKind::Sink);
         t.sink_record_read.inc_by(5);
+        t.source_record_poll.inc_by(5);
         metrics.task_count.inc();
         let text = metrics.render();
         assert!(
@@ -721,7 +889,12 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("kafka_connect_worker_task_count 1"), "{text}");
-        let again = metrics.task("sink", 0);
+        // A sink task has no source-task series (what it counts there goes nowhere).
+        assert!(
+            !text.contains("kafka_connect_source_task_source_record_poll_total{"),
+            "{text}"
+        );
+        let again = metrics.task("sink", 0, PluginKind::Sink);
         assert_eq!(again.sink_record_read.get(), 0, "a new start counts anew");
         metrics.forget("sink", 0);
         assert!(!metrics.render().contains("connector=\"sink\""));
@@ -730,7 +903,8 @@ mod tests {
     #[test]
     fn a_task_shows_the_windowed_measures_it_recorded_while_it_runs() {
         let metrics = WorkerMetrics::default();
-        let t = metrics.task("sink", 0);
+        let t = metrics.task("sink", 0, PluginKind::Sink);
+        t.windows.entered(RunState::Running);
         t.windows.sink_read.record(300.0);
         t.windows.put_time.record(4.0);
         t.windows.put_time.record(8.0);
@@ -765,12 +939,24 @@ mod tests {
         ] {
             assert_eq!(value(name), Some(0.5), "{name}: {text}");
         }
-        // Nothing recorded: not shown (a sink task has no source series).
+        // Nothing recorded: a rate of 0, an average of nothing; a sink task has no source
+        // series; it has run since its first report.
         assert_eq!(
             value("kafka_connect_source_task_source_record_poll_rate"),
             None
         );
-        assert_eq!(value("kafka_connect_sink_task_sink_record_send_rate"), None);
+        assert_eq!(
+            value("kafka_connect_sink_task_sink_record_send_rate"),
+            Some(0.0)
+        );
+        assert!(
+            value("kafka_connect_sink_task_sink_record_active_count_avg").is_some_and(f64::is_nan)
+        );
+        assert_eq!(
+            value("kafka_connect_connector_task_running_ratio"),
+            Some(1.0)
+        );
+        assert_eq!(value("kafka_connect_connector_task_pause_ratio"), Some(0.0));
         metrics.forget("sink", 0);
         assert!(!metrics.render().contains("connector=\"sink\""));
     }
@@ -817,7 +1003,19 @@ mod tests {
 
     impl Collector for Fixed {
         fn encode(&self, encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
-            StatusFamilies::of(&self.0, self.1).encode(encoder)
+            let plugins = [PluginDesc {
+                class: "org.example.TestSink",
+                task_class: "org.example.TestSinkTask",
+                aliases: &["TestSink"],
+                version: "7",
+                connector: |_| Err(ferry_connect::ConnectError::fatal("not built here")),
+                tasks: ferry_connect::plugin::TaskFactory::Sink(|_, _| {
+                    Err(ferry_connect::ConnectError::fatal("not built here"))
+                }),
+                config: Vec::new,
+                check: None,
+            }];
+            StatusFamilies::of(&self.0, self.1, &plugins).encode(encoder)
         }
     }
 
@@ -830,6 +1028,16 @@ mod tests {
             ..Default::default()
         };
         let mut state = ClusterState::default();
+        // Connector a's plugin is known (its instance is described), b's is not.
+        state.connectors.insert(
+            "a".into(),
+            ferry_meta::state::Connector {
+                config: ferry_meta::ConfigMap(
+                    [("connector.class".to_string(), "TestSink".to_string())].into(),
+                ),
+                ..Default::default()
+            },
+        );
         state.status.insert(
             "a".into(),
             ConnectorStatus {
@@ -882,6 +1090,9 @@ mod tests {
             "kafka_connect_worker_connector_total_task_count{connector=\"b\"} 1",
             "kafka_connect_worker_connector_paused_task_count{connector=\"b\"} 1",
             "kafka_connect_worker_connector_destroyed_task_count{connector=\"b\"} 0",
+            "kafka_connect_connector_connector_class{connector=\"a\",connector_class=\"org.example.TestSink\"} 1",
+            "kafka_connect_connector_connector_type{connector=\"a\",connector_type=\"sink\"} 1",
+            "kafka_connect_connector_connector_version{connector=\"a\",connector_version=\"7\"} 1",
             "ferry_task_generation{connector=\"a\",task=\"1\"} 9",
             "ferry_task_fenced_commits_total{connector=\"a\",task=\"1\"} 2",
             "ferry_task_fenced_commits_total{connector=\"a\",task=\"0\"} 0",

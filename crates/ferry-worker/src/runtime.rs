@@ -392,6 +392,7 @@ impl Runtime {
                 task_config,
             )
         };
+        let kind = plugin.kind();
         let ctx = UnitCtx {
             node: self.node.clone(),
             name: name.clone(),
@@ -408,7 +409,7 @@ impl Runtime {
             metrics: match task {
                 Some(task) => {
                     self.metrics.task_count.inc();
-                    self.metrics.task(name, *task)
+                    self.metrics.task(name, *task, kind)
                 }
                 None => {
                     self.metrics.connector_count.inc();

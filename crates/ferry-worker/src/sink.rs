@@ -108,6 +108,8 @@ pub struct SinkLoop<C: SinkConsumer, P: Control> {
     /// Next offset to consume, per partition, as far as `put` has gone.
     next: HashMap<TopicPartition, i64>,
     committed: HashMap<TopicPartition, i64>,
+    /// Where the task started, per partition whose position it knew then.
+    started: HashMap<TopicPartition, i64>,
     /// Where the task asked to consume again.
     rewinds: Arc<Rewinds>,
     /// The topics consumed since they were last recorded.
@@ -236,6 +238,7 @@ impl<C: SinkConsumer, P: Control> SinkLoop<C, P> {
             consumer,
             pipeline,
             stop,
+            started: from.clone(),
             next: from,
             committed,
             rewinds,
@@ -282,7 +285,7 @@ impl<C: SinkConsumer, P: Control> SinkLoop<C, P> {
             self.pipeline
                 .metrics()
                 .sink_record_send
-                .inc_by(batch.records.len() as i64);
+                .inc_by(batch.records.len() as u64);
             let windows = &self.pipeline.metrics().windows;
             windows.sink_send.record(batch.records.len() as f64);
             let started = std::time::Instant::now();
@@ -305,7 +308,24 @@ impl<C: SinkConsumer, P: Control> SinkLoop<C, P> {
                 self.next.insert(tp, offset + 1);
             }
         }
+        self.note_active();
         Ok(())
+    }
+
+    /// Kafka Connect's sink-record-active-count: the records read and not yet committed, over
+    /// the partitions with a commit or a known start position.
+    fn note_active(&self) {
+        let active: i64 = self
+            .next
+            .iter()
+            .filter_map(|(tp, next)| {
+                let base = self.committed.get(tp).or_else(|| self.started.get(tp))?;
+                Some((next - base).max(0))
+            })
+            .sum();
+        let metrics = self.pipeline.metrics();
+        metrics.sink_record_active.set(active);
+        metrics.windows.sink_active.record(active as f64);
     }
 
     /// `put`, retrying a retriable failure (see `retry`); then the failure fails the task. The
@@ -399,6 +419,7 @@ impl<C: SinkConsumer, P: Control> SinkLoop<C, P> {
         if offsets.is_empty() {
             return Ok(());
         }
+        self.pipeline.metrics().sink_offset_commit_seq_no.inc();
         let started = std::time::Instant::now();
         let committed = self
             .control
@@ -414,12 +435,14 @@ impl<C: SinkConsumer, P: Control> SinkLoop<C, P> {
         committed?;
         debug!(unit = %self.unit.label, partitions = allowed.len(), "offsets committed");
         self.pipeline.metrics().sink_offset_commit_completion.inc();
+        windows.commit_completion.record(1.0);
         if let Some(consumer) = self.consumer.as_ref().filter(|_| self.unit.commit_group) {
             if let Err(e) = consumer.commit_group(&allowed) {
                 debug!(error = %e, "consumer-group commit failed (Raft has the offsets)");
             }
         }
         self.committed.extend(allowed);
+        self.note_active();
         Ok(())
     }
 

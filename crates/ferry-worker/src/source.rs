@@ -309,7 +309,7 @@ impl<Pr: SourceProducer, P: Control> SourceLoop<Pr, P> {
         self.pipeline
             .metrics()
             .source_record_poll
-            .inc_by(count as i64);
+            .inc_by(count as u64);
         let windows = &self.pipeline.metrics().windows;
         windows.source_poll.record(count as f64);
         windows.batch_size.record(count as f64);
@@ -334,6 +334,7 @@ impl<Pr: SourceProducer, P: Control> SourceLoop<Pr, P> {
                 self.await_deliveries().await?;
             }
         }
+        self.note_active();
         Ok(count)
     }
 
@@ -399,7 +400,7 @@ impl<Pr: SourceProducer, P: Control> SourceLoop<Pr, P> {
         self.pipeline
             .metrics()
             .source_record_write
-            .inc_by(delivered as i64);
+            .inc_by(delivered as u64);
         self.pipeline
             .metrics()
             .windows
@@ -411,7 +412,19 @@ impl<Pr: SourceProducer, P: Control> SourceLoop<Pr, P> {
         let reported = self.report_refused(&in_flight, refused);
         in_flight.clear();
         self.in_flight = in_flight;
+        self.note_active();
         reported
+    }
+
+    /// Kafka Connect's source-record-active-count: the records produced and not yet
+    /// acknowledged by Kafka.
+    fn note_active(&self) {
+        let active = self.in_flight.len();
+        let metrics = self.pipeline.metrics();
+        metrics
+            .source_record_active
+            .set(i64::try_from(active).unwrap_or(i64::MAX));
+        metrics.windows.source_active.record(active as f64);
     }
 
     /// Error handling for the records the producer could not deliver, of those `in_flight`.

@@ -217,6 +217,7 @@ impl UnitCtx {
     /// Report this unit's status.
     pub async fn report(&self, state: RunState, trace: Option<String>) -> Result<(), Failure> {
         self.startup.reported(state);
+        self.metrics.windows.entered(state);
         self.write(Command::ReportStatus {
             name: self.name.clone(),
             task: self.task,

@@ -36,8 +36,6 @@ impl Sample {
 pub struct Window {
     samples: Vec<Sample>,
     current: usize,
-    /// Whether anything was ever recorded (a series is shown only then).
-    pub recorded: bool,
 }
 
 impl Window {
@@ -46,7 +44,6 @@ impl Window {
         Window {
             samples: vec![Sample::new(now); SAMPLES],
             current: 0,
-            recorded: false,
         }
     }
 
@@ -61,7 +58,6 @@ impl Window {
         sample.count += 1;
         sample.sum += value;
         sample.max = sample.max.max(value);
-        self.recorded = true;
     }
 
     /// Samples that started [`SAMPLES`] windows ago or earlier hold nothing any more.
@@ -123,13 +119,11 @@ mod tests {
     fn a_rate_spans_at_least_a_window_and_old_samples_are_forgotten() {
         let t0 = Instant::now();
         let mut w = Window::new(t0);
-        assert!(!w.recorded);
         assert_eq!(w.rate(t0), 0.0);
         assert!(w.avg(t0).is_nan() && w.max(t0).is_nan());
         // 300 records in the first second: over a whole window, not over one second.
         w.record(100.0, t0);
         w.record(200.0, t0 + Duration::from_secs(1));
-        assert!(w.recorded);
         let at = t0 + Duration::from_secs(1);
         assert!((w.rate(at) - 300.0 / 31.0).abs() < 1e-9, "{}", w.rate(at));
         assert_eq!((w.avg(at), w.max(at)), (150.0, 200.0));
