@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 
 use openraft::error::{CheckIsLeaderError, ClientWriteError, RaftError};
 use openraft::{ChangeMembers, ServerState};
+use prometheus_client::metrics::histogram::Histogram;
 use tracing::{debug, info, warn};
 
 use crate::error::MetaError;
@@ -24,6 +25,13 @@ pub use heartbeats::Heartbeats;
 
 /// How long one forwarded call may take before it is retried.
 const PEER_CALL_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// The upper bounds (seconds) of the proposal-time histogram's buckets: 0.5 ms, doubling, to
+/// about 4 s.
+const PROPOSAL_BUCKETS: [f64; 14] = [
+    0.0005, 0.001, 0.002, 0.004, 0.008, 0.016, 0.032, 0.064, 0.128, 0.256, 0.512, 1.024, 2.048,
+    4.096,
+];
 
 /// A member of the Raft group. Cheap to clone.
 #[derive(Clone)]
@@ -47,6 +55,8 @@ struct Inner {
     /// While this node leads: when a quorum last acknowledged it, as of this process's clock
     /// (see [`track_quorum`]).
     quorum_acked: Arc<Mutex<Option<Instant>>>,
+    /// On the leader: how long each write took from its proposal to its answer (applied).
+    proposals: Histogram,
     /// How long a write or a linearizable read keeps trying to reach a leader.
     deadline: Duration,
     /// The largest log entry this node proposes (bytes of the encoded request).
@@ -167,6 +177,7 @@ impl MetaNode {
                 overrides,
                 quorum_window,
                 quorum_acked: Arc::new(Mutex::new(None)),
+                proposals: Histogram::new(PROPOSAL_BUCKETS.iter().copied()),
                 deadline,
                 max_entry_bytes,
                 boot,
@@ -269,6 +280,12 @@ impl MetaNode {
     /// The applied state of this node (possibly behind the leader; see [`Self::linearizable`]).
     pub fn state(&self) -> &StateReader {
         &self.inner.state
+    }
+
+    /// How long the writes this node proposed as leader took, from proposal to answer (their
+    /// count is the proposals'); a histogram in seconds, for the metrics registry.
+    pub fn proposal_times(&self) -> &Histogram {
+        &self.inner.proposals
     }
 
     /// The highest log index this node knows to be committed.

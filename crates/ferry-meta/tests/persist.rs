@@ -47,8 +47,10 @@ async fn a_snapshot_restores_state_and_last_applied_together() {
             initial: None,
         },
     );
-    let before: AppliedState = {
+    let built_after = std::time::SystemTime::now();
+    let (before, facts): (AppliedState, _) = {
         let mut sm = open(dir.path()).sm;
+        assert_eq!(sm.reader().snapshot(), None, "no snapshot yet");
         let answers = sm
             .apply(vec![
                 entry(
@@ -63,8 +65,14 @@ async fn a_snapshot_restores_state_and_last_applied_together() {
         let mut builder = sm.get_snapshot_builder().await;
         builder.build_snapshot().await.expect("snapshot");
         let applied = sm.reader().read().clone();
-        applied
+        let facts = sm.reader().snapshot().expect("the snapshot built is known");
+        (applied, facts)
     };
+    // What the metrics say of it: the state's size, and when it was stored.
+    assert!(facts.bytes > 100, "{facts:?}");
+    assert!(facts
+        .stored
+        .is_some_and(|t| t >= built_after - std::time::Duration::from_secs(1)));
     let store::Opened {
         mut log, mut sm, ..
     } = open(dir.path());
@@ -73,6 +81,18 @@ async fn a_snapshot_restores_state_and_last_applied_together() {
     assert_eq!(membership, before.membership);
     assert_eq!(sm.reader().read().state, before.state);
     assert_eq!(sm.reader().read().state.connectors["a"].version, 1);
+    // A reopened node knows its snapshot as it was stored (to the millisecond).
+    let reopened = sm.reader().snapshot().expect("known after reopening");
+    assert_eq!(reopened.bytes, facts.bytes);
+    let gap = |a: std::time::SystemTime, b: std::time::SystemTime| {
+        a.duration_since(b)
+            .or_else(|_| b.duration_since(a))
+            .unwrap_or_default()
+    };
+    assert!(reopened
+        .stored
+        .zip(facts.stored)
+        .is_some_and(|(a, b)| gap(a, b) < std::time::Duration::from_millis(2)));
     // The state's request-id memory survives too: a retry is still answered, not re-applied.
     let mut state = sm.reader().read().state.clone();
     assert!(state.apply(&put).is_ok());

@@ -139,6 +139,12 @@ pub async fn run(
     metrics.register_collector(Box::new(ferry_worker::lease::LeaseSeries(
         lease_state.clone(),
     )));
+    let failover_times = scheduler::failover::histogram();
+    metrics.register(
+        "ferry_failover_seconds",
+        "On the leader: the time from a gone worker's last heartbeat until every unit it had runs again elsewhere.",
+        failover_times.clone(),
+    );
     let metrics = Arc::new(metrics);
     let core = Core::new(
         node.clone(),
@@ -216,6 +222,7 @@ pub async fn run(
         plugins.clone(),
         kafka.clone(),
         timing,
+        failover_times,
         after_units.clone(),
     ));
 

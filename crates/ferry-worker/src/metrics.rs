@@ -298,6 +298,16 @@ impl WorkerMetrics {
         }
     }
 
+    /// Add a series kept elsewhere (Ferry's own: the scheduler's fail-over times).
+    pub fn register(
+        &mut self,
+        name: &str,
+        help: &str,
+        metric: impl prometheus_client::registry::Metric,
+    ) {
+        self.registry.register(name, help, metric);
+    }
+
     /// Add series read at each scrape (Ferry's own: its Raft's).
     pub fn register_collector(&mut self, collector: Box<dyn Collector>) {
         self.registry.register_collector(collector);

@@ -136,17 +136,25 @@ impl MetaNode {
                 // Bounded as a forwarded write is: a write whose outcome is not known in time
                 // is tried again by `propose` under the same request id (applied once), never
                 // awaited for ever — a unit waiting on its status report would stay UNASSIGNED.
+                let started = std::time::Instant::now();
                 let written =
                     tokio::time::timeout(PEER_CALL_TIMEOUT, raft.client_write(request.clone()))
-                        .await
-                        .map_err(|_| {
-                            ProposalError::Unavailable(format!(
-                                "no answer to {} within {} ms",
-                                request.command.kind(),
-                                PEER_CALL_TIMEOUT.as_millis()
-                            ))
-                        })?
-                        .map_err(write_error)?;
+                        .await;
+                // Timed when applied or timed out; a refusal (not the leader) is no proposal.
+                if !matches!(written, Ok(Err(_))) {
+                    self.inner
+                        .proposals
+                        .observe(started.elapsed().as_secs_f64());
+                }
+                let written = written
+                    .map_err(|_| {
+                        ProposalError::Unavailable(format!(
+                            "no answer to {} within {} ms",
+                            request.command.kind(),
+                            PEER_CALL_TIMEOUT.as_millis()
+                        ))
+                    })?
+                    .map_err(write_error)?;
                 Ok(ProposalReply {
                     answer: written.data,
                     log_index: written.log_id.index,

@@ -21,7 +21,7 @@ mod sm;
 use std::path::Path;
 
 pub use log::LogStore;
-pub use sm::{AppliedState, StateMachineStore, StateReader};
+pub use sm::{AppliedState, SnapshotFacts, StateMachineStore, StateReader};
 
 use crate::error::MetaError;
 use crate::types::Entry;

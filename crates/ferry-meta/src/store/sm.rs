@@ -3,7 +3,8 @@
 
 use std::io::Cursor;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::time::{SystemTime, UNIX_EPOCH};
 
 use openraft::storage::RaftStateMachine;
 use openraft::{EntryPayload, OptionalSend, RaftSnapshotBuilder, StorageIOError};
@@ -35,6 +36,40 @@ pub struct AppliedState {
 struct StoredSnapshot {
     meta: SnapshotMeta,
     data: Vec<u8>,
+    /// When this node stored it (built or installed), in milliseconds since the epoch; 0 in
+    /// a snapshot stored before this was kept.
+    #[serde(default)]
+    stored_ms: u64,
+}
+
+impl StoredSnapshot {
+    fn new(meta: SnapshotMeta, data: Vec<u8>) -> Self {
+        let stored_ms = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
+        StoredSnapshot {
+            meta,
+            data,
+            stored_ms,
+        }
+    }
+
+    fn facts(&self) -> SnapshotFacts {
+        SnapshotFacts {
+            bytes: self.data.len() as u64,
+            stored: (self.stored_ms > 0)
+                .then(|| UNIX_EPOCH + std::time::Duration::from_millis(self.stored_ms)),
+        }
+    }
+}
+
+/// What a node knows of its latest snapshot.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SnapshotFacts {
+    /// The size of the state it holds (bytes, as sent to a node that installs it).
+    pub bytes: u64,
+    /// When this node stored it, if known.
+    pub stored: Option<SystemTime>,
 }
 
 /// A read-only handle on the applied state, for the API and the reconcilers.
@@ -42,6 +77,7 @@ struct StoredSnapshot {
 pub struct StateReader {
     inner: Arc<RwLock<AppliedState>>,
     applied: watch::Receiver<u64>,
+    snapshot: Arc<Mutex<Option<SnapshotFacts>>>,
 }
 
 impl StateReader {
@@ -54,6 +90,11 @@ impl StateReader {
     pub fn applied(&self) -> watch::Receiver<u64> {
         self.applied.clone()
     }
+
+    /// This node's latest snapshot, if it has one.
+    pub fn snapshot(&self) -> Option<SnapshotFacts> {
+        *self.snapshot.lock().unwrap_or_else(|p| p.into_inner())
+    }
 }
 
 /// The state machine: the applied state, kept in sled with its last applied log id.
@@ -65,6 +106,8 @@ pub struct StateMachineStore {
     applied_rx: watch::Receiver<u64>,
     /// Makes snapshot ids unique even for the same last log id.
     snapshot_seq: Arc<AtomicU64>,
+    /// What the latest stored snapshot is.
+    snapshot: Arc<Mutex<Option<SnapshotFacts>>>,
 }
 
 impl StateMachineStore {
@@ -77,6 +120,7 @@ impl StateMachineStore {
                 source,
             })?;
         let mut applied = AppliedState::default();
+        let mut facts = None;
         if let Some(raw) = snapshots
             .get(CURRENT)
             .map_err(|source| MetaError::Storage {
@@ -94,6 +138,7 @@ impl StateMachineStore {
                 reason: e.to_string(),
             })?;
             understood(&applied, None).map_err(MetaError::Raft)?;
+            facts = Some(stored.facts());
         }
         let index = applied.last_applied.map_or(0, |l| l.index);
         let (tx, rx) = watch::channel(index);
@@ -104,6 +149,7 @@ impl StateMachineStore {
             applied_tx: Arc::new(tx),
             applied_rx: rx,
             snapshot_seq: Arc::new(AtomicU64::new(0)),
+            snapshot: Arc::new(Mutex::new(facts)),
         })
     }
 
@@ -112,6 +158,7 @@ impl StateMachineStore {
         StateReader {
             inner: self.inner.clone(),
             applied: self.applied_rx.clone(),
+            snapshot: self.snapshot.clone(),
         }
     }
 
@@ -134,6 +181,7 @@ impl StateMachineStore {
             .flush_async()
             .await
             .map_err(|e| StorageIOError::write_snapshot(signature, &e))?;
+        *self.snapshot.lock().unwrap_or_else(|p| p.into_inner()) = Some(stored.facts());
         Ok(())
     }
 }
@@ -152,6 +200,7 @@ impl Clone for StateMachineStore {
             applied_tx: self.applied_tx.clone(),
             applied_rx: self.applied_rx.clone(),
             snapshot_seq: self.snapshot_seq.clone(),
+            snapshot: self.snapshot.clone(),
         }
     }
 }
@@ -172,7 +221,7 @@ impl RaftSnapshotBuilder<TypeConfig> for SnapshotBuilder {
             last_membership: applied.membership.clone(),
             snapshot_id,
         };
-        let stored = StoredSnapshot { meta, data };
+        let stored = StoredSnapshot::new(meta, data);
         self.store.store_snapshot(&stored).await?;
         tracing::info!(
             index = applied.last_applied.map_or(0, |l| l.index),
@@ -250,10 +299,7 @@ impl RaftStateMachine<TypeConfig> for StateMachineStore {
         understood(&installed, Some(meta)).map_err(|refused| {
             StorageIOError::read_snapshot(Some(meta.signature()), &std::io::Error::other(refused))
         })?;
-        let stored = StoredSnapshot {
-            meta: meta.clone(),
-            data,
-        };
+        let stored = StoredSnapshot::new(meta.clone(), data);
         self.store_snapshot(&stored).await?;
         let index = installed.last_applied.map_or(0, |l| l.index);
         *self.write() = installed;

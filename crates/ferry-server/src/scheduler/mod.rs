@@ -3,6 +3,7 @@
 //! partitions from Kafka metadata, and writes the assignments the pure [`reducer`] decides.
 
 pub mod death;
+pub mod failover;
 pub mod handover;
 pub mod liveness;
 pub mod reducer;
@@ -16,6 +17,7 @@ use ferry_connect::{PluginDesc, PluginKind};
 use ferry_meta::state::{Command, Connector, TopicPartitionRef};
 use ferry_meta::{ClusterState, Heartbeats, MetaNode, NodeId, Request};
 use ferry_worker::{KafkaSettings, Metadata};
+use prometheus_client::metrics::histogram::Histogram;
 use tokio::sync::watch;
 use tracing::{debug, info, warn};
 
@@ -132,6 +134,7 @@ pub async fn run(
     plugins: Arc<Vec<PluginDesc>>,
     kafka: Option<KafkaSettings>,
     timing: Timing,
+    failover_times: Histogram,
     mut shutdown: watch::Receiver<bool>,
 ) {
     let mut applied = node.state().applied();
@@ -146,6 +149,7 @@ pub async fn run(
     let mut revocations = handover::Revocations::default();
     let mut subscriptions = Subscriptions::default();
     let mut prober = death::Prober::new(timing.heartbeat_interval, TICK);
+    let mut failovers = failover::FailOvers::default();
     loop {
         tokio::select! {
             _ = tokio::time::sleep(TICK) => {}
@@ -158,6 +162,7 @@ pub async fn run(
                 info!("no longer the leader: scheduler idle");
                 revocations = handover::Revocations::default();
                 prober = death::Prober::new(timing.heartbeat_interval, TICK);
+                failovers = failover::FailOvers::default();
             }
             continue;
         }
@@ -212,6 +217,13 @@ pub async fn run(
                 }
             }
             live.draining = draining(state, &workers, &heartbeats, &dead, now, timing);
+            for took in failovers.pass(state, &live, &heartbeats, since) {
+                info!(
+                    seconds = took.as_secs_f64(),
+                    "fail-over: every unit of a gone worker runs again"
+                );
+                failover_times.observe(took.as_secs_f64());
+            }
             let inputs = PassInputs {
                 applied: *applied.borrow_and_update(),
                 live: live.clone(),

@@ -46,7 +46,8 @@ pub fn units(state: &ClusterState) -> Vec<Unit> {
     units
 }
 
-fn assignment<'a>(state: &'a ClusterState, unit: &Unit) -> Option<&'a Assignment> {
+/// Who runs `unit`, and under which generation.
+pub fn assignment<'a>(state: &'a ClusterState, unit: &Unit) -> Option<&'a Assignment> {
     let assignment = state.assignments.get(&unit.connector)?;
     match unit.task {
         Some(task) => assignment.tasks.get(&task),
