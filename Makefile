@@ -28,6 +28,7 @@ e2e: build
 	./scripts/testbed/python.sh
 	./scripts/testbed/hdfs.sh
 	./scripts/testbed/postgres.sh
+	./scripts/testbed/prometheus.sh
 	# One real single-broker Kafka for the whole run; each test empties it first (tests/harness).
 	$(CURDIR)/target/debug/ferry-kafka -- $(CARGO) test -p ferry-tests --locked -- --test-threads=1 --nocapture
 

@@ -8,6 +8,7 @@ pub mod hdfs;
 pub mod jepsen;
 pub mod pipeline;
 pub mod postgres;
+pub mod prometheus;
 pub mod proxy;
 pub mod rest;
 pub mod storage;

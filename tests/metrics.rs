@@ -1,19 +1,23 @@
-//! Ferry's Prometheus series against Kafka Connect's own, as Kafka Connect's users scrape them
-//! today: a real Kafka Connect 4.x worker exporting its JMX metrics through Prometheus's JMX
-//! exporter agent with Strimzi's `kafka-connect-metrics.yaml` rules ([`RULES`]), and a Ferry
-//! node's `GET /metrics`, both running a FileStreamSource and a FileStreamSink that
-//! dead-letters malformed records. Every series of Kafka Connect's domain (`kafka_connect_…`) is
-//! compared by name, label names and type; a difference must be listed in
-//! `metrics_compat.allow` with its reason, and every entry there must still be needed.
+//! Ferry's Prometheus series as their users read them. Against Kafka Connect's own: a real
+//! Kafka Connect 4.x worker exporting its JMX metrics through Prometheus's JMX exporter agent
+//! with Strimzi's `kafka-connect-metrics.yaml` rules ([`RULES`]), and a Ferry node's
+//! `GET /metrics`, both running a FileStreamSource and a FileStreamSink that dead-letters
+//! malformed records: every series of Kafka Connect's domain (`kafka_connect_…`) is compared by
+//! name, label names and type; a difference must be listed in `metrics_compat.allow` with its
+//! reason, and every entry there must still be needed. And through a real Prometheus server
+//! scraping a three-node cluster: what its HTTP API answers matches what the test knows.
 
 use std::collections::BTreeSet;
 use std::time::Duration;
 
 use ferry_tests::connect::{exporter_agent, KafkaConnect};
 use ferry_tests::exposition::Exposition;
-use ferry_tests::pipeline::{json_workers, started};
+use ferry_tests::pipeline::{follower_running, json_workers, started, task_places};
+use ferry_tests::prometheus::Prometheus;
 use ferry_tests::rest::{self, Body};
 use ferry_tests::{free_port, produce_bytes, say, wait_for, Kafka, Settings};
+use rdkafka::config::ClientConfig;
+use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
 use serde_json::{json, Value};
 
 const TOPIC: &str = "metrics-orders";
@@ -426,4 +430,141 @@ fn a_glob_matches_runs_of_characters() {
     assert!(glob("*", ""));
     assert!(!glob("kafka_*_total", "kafka_connect_x_rate"));
     assert!(glob("a", "a") && !glob("a", "ab"));
+}
+
+/// A three-node cluster scraped by a real Prometheus server: a FileStreamSink with three tasks
+/// (one per node) reads a known number of records, some malformed and dead-lettered; what
+/// Prometheus's HTTP API answers — records read, dead letter queue requests, the tasks' status
+/// series, the Raft leader — is what the test knows. After a `kill -9` of a worker that runs a
+/// task, the leader's fail-over histogram has an observation.
+#[test]
+fn prometheus_scrapes_every_node_and_sees_what_the_test_knows() {
+    const RECORDS: usize = 300;
+    const TOPIC: &str = "prom-orders";
+    let kafka = Kafka::start(&[(TOPIC, 3), ("prom-dlq", 1)]);
+    let (mut cluster, leader) = started(3, &kafka, json_workers());
+    let targets: Vec<String> = (1..=3).map(|id| cluster.rest_url(id)).collect();
+    let prometheus = Prometheus::start(&targets);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = json!({
+        "connector.class": "FileStreamSink",
+        "tasks.max": "3",
+        "topics": TOPIC,
+        "file": dir.path().join("prom.out").display().to_string(),
+        "value.converter": "org.apache.kafka.connect.json.JsonConverter",
+        "value.converter.schemas.enable": "false",
+        "errors.tolerance": "all",
+        "errors.deadletterqueue.topic.name": "prom-dlq",
+        "errors.deadletterqueue.topic.replication.factor": "1",
+    });
+    let created = cluster
+        .rest(
+            leader,
+            "PUT",
+            "/connectors/prom-sink/config",
+            Body::Json(&config),
+        )
+        .expect("the REST API answers");
+    assert_eq!(created.status, 201, "{created:?}");
+    // Every task runs (one on each node) before the records are written, so that no count
+    // starts again from zero with a moved task.
+    wait_for("three running tasks on three nodes", DRAINED, || {
+        let status = cluster.rest(leader, "GET", "/connectors/prom-sink/status", Body::None)?;
+        let places = task_places(&status.body);
+        let nodes: BTreeSet<&String> = places.iter().map(|(_, w)| w).collect();
+        let running = status.body["tasks"]
+            .as_array()
+            .is_some_and(|t| t.len() == 3 && t.iter().all(|t| t["state"] == "RUNNING"));
+        (running && nodes.len() == 3).then_some(())
+    });
+    // Every 10th record is malformed; the rest are JSON. Spread over the partitions, so that
+    // every task gets some.
+    let producer: BaseProducer = ClientConfig::new()
+        .set("bootstrap.servers", &kafka.bootstrap)
+        .create()
+        .expect("a producer");
+    for i in 0..RECORDS {
+        let value = match i % 10 {
+            0 => format!("malformed {i}"),
+            _ => format!(r#"{{"id":{i}}}"#),
+        };
+        let mut record = BaseRecord::<(), str>::to(TOPIC)
+            .partition((i % 3) as i32)
+            .payload(value.as_str());
+        while let Err((_, r)) = producer.send(record) {
+            record = r;
+            producer.poll(Duration::from_millis(10));
+        }
+    }
+    producer
+        .flush(Duration::from_secs(30))
+        .expect("every record produced");
+    let bad = RECORDS / 10;
+    let sink = r#"connector="prom-sink""#;
+    let read = format!("sum(kafka_connect_sink_task_sink_record_read_total{{{sink}}})");
+    let dlq = format!("sum(kafka_connect_task_error_deadletterqueue_produce_requests{{{sink}}})");
+    wait_for(
+        "Prometheus to see every record read and dead-lettered",
+        DRAINED,
+        || {
+            let seen = (prometheus.scalar(&read)?, prometheus.scalar(&dlq)?);
+            (seen == (RECORDS as f64, bad as f64)).then_some(())
+        },
+    );
+    // Each node reads what its task read: every task read some.
+    let per_node = prometheus
+        .query(&format!(
+            "kafka_connect_sink_task_sink_record_read_total{{{sink}}}"
+        ))
+        .expect("a query");
+    assert_eq!(per_node.len(), 3, "{per_node:?}");
+    assert!(per_node.iter().all(|(_, v)| *v > 0.0), "{per_node:?}");
+    let running =
+        format!(r#"count(kafka_connect_connector_task_status{{{sink},status="running"}} == 1)"#);
+    assert_eq!(prometheus.scalar(&running), Some(3.0));
+    // The Raft leader, as every node sees it, and the one node that says it leads.
+    assert_eq!(
+        prometheus.scalar("min(ferry_raft_leader_id)"),
+        Some(leader as f64)
+    );
+    assert_eq!(
+        prometheus.scalar("max(ferry_raft_leader_id)"),
+        Some(leader as f64)
+    );
+    let leads = prometheus
+        .query("ferry_raft_is_leader == 1")
+        .expect("a query");
+    let instance = targets[leader as usize - 1].trim_start_matches("http://");
+    assert_eq!(leads.len(), 1, "{leads:?}");
+    assert_eq!(leads[0].0["instance"], instance, "{leads:?}");
+    assert_eq!(
+        prometheus.scalar("sum(ferry_failover_seconds_count)"),
+        Some(0.0)
+    );
+
+    // A worker that runs a task dies; the leader moves its units and times it.
+    let victim = follower_running(&cluster, leader, "prom-sink");
+    cluster.kill9(victim);
+    let failovers = wait_for("the leader to time a fail-over", DRAINED, || {
+        prometheus
+            .scalar("sum(ferry_failover_seconds_count)")
+            .filter(|n| *n >= 1.0)
+    });
+    let took = prometheus
+        .scalar("sum(ferry_failover_seconds_sum)")
+        .expect("a sum");
+    say(format!(
+        "Prometheus: {RECORDS} records read, {bad} dead-lettered, leader {leader}; after node {victim}'s kill -9, {failovers} fail-over(s) of {took:.1} s"
+    ));
+    assert!(took > 0.0 && took < DRAINED.as_secs_f64(), "{took}");
+    let status = cluster
+        .rest(leader, "GET", "/connectors/prom-sink/status", Body::None)
+        .expect("status");
+    assert!(
+        status.body["tasks"]
+            .as_array()
+            .is_some_and(|t| t.iter().all(|t| t["state"] == "RUNNING")),
+        "the fail-over ended with every task running: {:?}",
+        status.body
+    );
 }
