@@ -442,7 +442,12 @@ fn prometheus_scrapes_every_node_and_sees_what_the_test_knows() {
     const RECORDS: usize = 300;
     const TOPIC: &str = "prom-orders";
     let kafka = Kafka::start(&[(TOPIC, 3), ("prom-dlq", 1)]);
-    let (mut cluster, leader) = started(3, &kafka, json_workers());
+    // Each partition's lag too (`[metrics] partition_lag`, off by default).
+    let settings = Settings {
+        metrics: vec![("partition_lag", "true")],
+        ..json_workers()
+    };
+    let (mut cluster, leader) = started(3, &kafka, settings);
     let targets: Vec<String> = (1..=3).map(|id| cluster.rest_url(id)).collect();
     let prometheus = Prometheus::start(&targets);
     let dir = tempfile::tempdir().expect("tempdir");
@@ -522,6 +527,12 @@ fn prometheus_scrapes_every_node_and_sees_what_the_test_knows() {
     let running =
         format!(r#"count(kafka_connect_connector_task_status{{{sink},status="running"}} == 1)"#);
     assert_eq!(prometheus.scalar(&running), Some(3.0));
+    // Every partition read to its end: three lag series, each 0.
+    let lags = format!("ferry_sink_partition_lag{{{sink}}}");
+    wait_for("every partition's lag to be 0", DRAINED, || {
+        let lags = prometheus.query(&lags)?;
+        (lags.len() == 3 && lags.iter().all(|(_, lag)| *lag == 0.0)).then_some(())
+    });
     // The Raft leader, as every node sees it, and the one node that says it leads.
     assert_eq!(
         prometheus.scalar("min(ferry_raft_leader_id)"),
@@ -567,4 +578,29 @@ fn prometheus_scrapes_every_node_and_sees_what_the_test_knows() {
         "the fail-over ended with every task running: {:?}",
         status.body
     );
+}
+
+/// A node with `[metrics] enabled = false` measures nothing and says so where its series
+/// would be: `GET /metrics` and `ferry metrics`.
+#[test]
+fn a_node_with_metrics_off_serves_none_and_says_why() {
+    let kafka = Kafka::start(&[]);
+    let settings = Settings {
+        metrics: vec![("enabled", "false")],
+        ..Settings::default()
+    };
+    let (cluster, leader) = started(1, &kafka, settings);
+    let answer = cluster
+        .rest(leader, "GET", "/metrics", Body::None)
+        .expect("the REST API answers");
+    assert_eq!(answer.status, 404, "{answer:?}");
+    assert!(
+        answer.body["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("[metrics] enabled = false")),
+        "{answer:?}"
+    );
+    let cli = cluster.cli_on(&[leader], &["metrics"]);
+    assert!(!cli.ok(), "{cli:?}");
+    assert!(cli.stderr.contains("[metrics] enabled = false"), "{cli:?}");
 }

@@ -187,6 +187,8 @@ pub struct Settings {
     pub clock_ahead_ms: u64,
     /// `[log] format` of every node (`None`: not set, Ferry's default, text).
     pub log_format: Option<&'static str>,
+    /// `[metrics]` of every node: (key, TOML value), e.g. `("partition_lag", "true")`.
+    pub metrics: Vec<(&'static str, &'static str)>,
 }
 
 impl Default for Settings {
@@ -220,6 +222,7 @@ impl Default for Settings {
             ferryd_timing: false,
             clock_ahead_ms: 0,
             log_format: None,
+            metrics: Vec::new(),
         }
     }
 }
@@ -426,6 +429,12 @@ impl Cluster {
         }
         if let Some(format) = s.log_format {
             text.push_str(&format!("\n[log]\nformat = {format:?}\n"));
+        }
+        if !s.metrics.is_empty() {
+            text.push_str("\n[metrics]\n");
+            for (key, value) in &s.metrics {
+                text.push_str(&format!("{key} = {value}\n"));
+            }
         }
         text.push_str(&format!("\n[rest]\nlisteners = {:?}\n", node.rest));
         for (key, value) in &s.rest {

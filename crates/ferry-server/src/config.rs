@@ -66,6 +66,9 @@ pub struct ClusterConfig {
     /// How the node writes its log.
     #[serde(default)]
     pub log: LogSettings,
+    /// What the node measures and serves at `GET /metrics`.
+    #[serde(default)]
+    pub metrics: ferry_worker::metrics::MetricsOptions,
 }
 
 /// How a node writes its log (to standard error).
@@ -669,6 +672,23 @@ properties = { "security.protocol" = "plaintext" }
         let wrong = ClusterConfig::parse(&format!("{GOOD}\n[log]\nformat = \"xml\"\n"));
         let error = wrong.expect_err("refused");
         assert!(error.contains("xml") && error.contains("format"), "{error}");
+    }
+
+    #[test]
+    fn metrics_are_on_and_partition_lag_off_unless_asked_and_an_unknown_key_is_named() {
+        use ferry_worker::metrics::MetricsOptions;
+        let config = ClusterConfig::parse(GOOD).expect("parses");
+        assert_eq!(config.metrics, MetricsOptions::default());
+        assert!(config.metrics.enabled && !config.metrics.partition_lag);
+        let lag = ClusterConfig::parse(&format!("{GOOD}\n[metrics]\npartition_lag = true\n"))
+            .expect("parses");
+        assert!(lag.metrics.enabled && lag.metrics.partition_lag);
+        let off =
+            ClusterConfig::parse(&format!("{GOOD}\n[metrics]\nenabled = false\n")).expect("parses");
+        assert!(!off.metrics.enabled);
+        let wrong = ClusterConfig::parse(&format!("{GOOD}\n[metrics]\nlag = true\n"));
+        let error = wrong.expect_err("refused");
+        assert!(error.contains("lag"), "{error}");
     }
 
     #[test]

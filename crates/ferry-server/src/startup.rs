@@ -134,7 +134,12 @@ pub async fn run(
         worker_timeout: Duration::from_millis(config.worker.timeout_ms),
         disabled: config.worker.test_disable_lease,
     }));
-    let mut metrics = WorkerMetrics::new(node.state().clone(), node.id(), plugins.clone());
+    let mut metrics = WorkerMetrics::new(
+        node.state().clone(),
+        node.id(),
+        plugins.clone(),
+        config.metrics,
+    );
     metrics.register_collector(Box::new(crate::raft_metrics::RaftSeries::new(node.clone())));
     metrics.register_collector(Box::new(ferry_worker::lease::LeaseSeries(
         lease_state.clone(),

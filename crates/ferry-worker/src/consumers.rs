@@ -415,6 +415,11 @@ impl TaskConsumer {
         ready
     }
 
+    /// `tp`'s high watermark as the shared consumer last fetched it, if known.
+    pub fn high_watermark(&self, tp: &TopicPartition) -> Option<i64> {
+        librdkafka::cached_high_watermark(self.shared.consumer.client(), tp)
+    }
+
     /// Consume `tp` again from `offset`.
     pub fn seek(&self, tp: &TopicPartition, offset: i64) -> KafkaResult<()> {
         self.shared.consumer.seek(

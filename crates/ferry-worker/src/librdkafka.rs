@@ -42,6 +42,28 @@ pub fn forward<C: ClientContext>(
     Ok(())
 }
 
+/// The high watermark of partition `tp` as `client` last heard it from a fetch (librdkafka's
+/// cached value: no request to a broker); `None` before one.
+pub fn cached_high_watermark<C: ClientContext>(
+    client: &Client<C>,
+    tp: &TopicPartition,
+) -> Option<i64> {
+    let topic = CString::new(tp.topic.as_str()).ok()?;
+    let (mut low, mut high) = (-1i64, -1i64);
+    // SAFETY: the client `client` borrows is live; librdkafka writes the two offsets it is
+    // given the addresses of, and reads the topic name only during the call.
+    let err = unsafe {
+        rd::rd_kafka_get_watermark_offsets(
+            client.native_ptr(),
+            topic.as_ptr(),
+            tp.partition,
+            &mut low,
+            &mut high,
+        )
+    };
+    (err == rd::rd_kafka_resp_err_t::RD_KAFKA_RESP_ERR_NO_ERROR && high >= 0).then_some(high)
+}
+
 /// A handle of the queue of partition `tp` of `client`.
 fn partition_queue<C: ClientContext>(
     client: &Client<C>,

@@ -8,7 +8,7 @@
 mod state_time;
 mod windowed;
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicI64, AtomicU64};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
@@ -228,6 +228,31 @@ impl Startup {
     }
 }
 
+/// What a node that measures nothing answers a request for its series.
+pub const METRICS_OFF: &str =
+    "this node's metrics are off ([metrics] enabled = false in its cluster.toml)";
+
+/// What a node measures: `[metrics]` in `cluster.toml`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct MetricsOptions {
+    /// Measure the worker and its tasks and serve the series (`GET /metrics`). Off, tasks
+    /// measure nothing (their counts go nowhere) and `GET /metrics` answers 404.
+    pub enabled: bool,
+    /// Each sink task's lag per partition (`ferry_sink_partition_lag`): a series for every
+    /// partition of every sink task, so off unless asked for.
+    pub partition_lag: bool,
+}
+
+impl Default for MetricsOptions {
+    fn default() -> Self {
+        MetricsOptions {
+            enabled: true,
+            partition_lag: false,
+        }
+    }
+}
+
 /// A node's metrics: the worker's own and every task's it runs.
 #[derive(Debug)]
 pub struct WorkerMetrics {
@@ -243,27 +268,34 @@ pub struct WorkerMetrics {
     tasks: TaskFamilies,
     /// The measures read at each scrape of the tasks running here.
     windows: Arc<Mutex<HashMap<TaskLabels, (PluginKind, TaskWindows)>>>,
+    options: MetricsOptions,
 }
 
 impl Default for WorkerMetrics {
     /// Without the units' states (unit tests).
     fn default() -> Self {
-        Self::build(None)
+        Self::build(None, MetricsOptions::default())
     }
 }
 
 impl WorkerMetrics {
     /// A node's metrics, with the states of the units `worker` runs read from `state` at each
     /// scrape (and their connectors described by `plugins`).
-    pub fn new(state: StateReader, worker: NodeId, plugins: Arc<Vec<PluginDesc>>) -> Self {
-        Self::build(Some(UnitStatus {
+    pub fn new(
+        state: StateReader,
+        worker: NodeId,
+        plugins: Arc<Vec<PluginDesc>>,
+        options: MetricsOptions,
+    ) -> Self {
+        let status = UnitStatus {
             state,
             worker,
             plugins,
-        }))
+        };
+        Self::build(Some(status), options)
     }
 
-    fn build(status: Option<UnitStatus>) -> Self {
+    fn build(status: Option<UnitStatus>, options: MetricsOptions) -> Self {
         let mut registry = Registry::default();
         if let Some(status) = status {
             registry.register_collector(Box::new(status));
@@ -295,7 +327,13 @@ impl WorkerMetrics {
             task_starts,
             tasks,
             windows,
+            options,
         }
+    }
+
+    /// Whether the node measures and serves its series.
+    pub fn enabled(&self) -> bool {
+        self.options.enabled
     }
 
     /// Add a series kept elsewhere (Ferry's own: the scheduler's fail-over times).
@@ -315,9 +353,18 @@ impl WorkerMetrics {
 
     /// The counts of a task of `kind` starting on this node, from zero.
     pub fn task(&self, connector: &str, task: u32, kind: PluginKind) -> TaskMetrics {
+        if !self.options.enabled {
+            return TaskMetrics {
+                windows: TaskWindows::off(),
+                ..Default::default()
+            };
+        }
         let labels = labels(connector, task);
         self.tasks.remove(&labels);
-        let windows = TaskWindows::default();
+        let windows = TaskWindows {
+            lags: (self.options.partition_lag && kind == PluginKind::Sink).then(Arc::default),
+            ..Default::default()
+        };
         lock(&self.windows).insert(labels.clone(), (kind, windows.clone()));
         self.tasks.of(&labels, kind, windows)
     }
@@ -613,22 +660,35 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-/// One windowed measure of a task (see [`windowed`]), recorded by its loop once per batch.
+/// One windowed measure of a task (see [`windowed`]), recorded by its loop once per batch;
+/// nothing while metrics are off.
 #[derive(Clone, Debug)]
-pub struct Windowed(Arc<Mutex<windowed::Window>>);
+pub struct Windowed(Option<Arc<Mutex<windowed::Window>>>);
 
 impl Default for Windowed {
     fn default() -> Self {
-        Windowed(Arc::new(Mutex::new(windowed::Window::new(Instant::now()))))
+        Windowed(Some(Arc::new(Mutex::new(windowed::Window::new(
+            Instant::now(),
+        )))))
     }
 }
 
 impl Windowed {
+    /// A measure that records nothing (metrics off).
+    fn off() -> Self {
+        Windowed(None)
+    }
+
     /// Record a value now.
     pub fn record(&self, value: f64) {
-        lock(&self.0).record(value, Instant::now());
+        if let Some(window) = &self.0 {
+            lock(window).record(value, Instant::now());
+        }
     }
 }
+
+/// A sink task's lag of each partition: (topic, partition) → records behind.
+pub type Lags = BTreeMap<(String, i32), i64>;
 
 /// A task's measures read at each scrape: its windowed ones, and the time it spent in each
 /// state.
@@ -662,9 +722,48 @@ pub struct TaskWindows {
     pub source_active: Windowed,
     /// The time the task spent in each state it reported.
     pub states: Arc<Mutex<state_time::StateTime>>,
+    /// A sink task's lag per partition (its high watermark less its next offset), kept only
+    /// with `[metrics] partition_lag`.
+    pub lags: Option<Arc<Mutex<Lags>>>,
 }
 
 impl TaskWindows {
+    /// Measures that record nothing (metrics off).
+    fn off() -> Self {
+        TaskWindows {
+            sink_read: Windowed::off(),
+            sink_send: Windowed::off(),
+            put_time: Windowed::off(),
+            source_poll: Windowed::off(),
+            source_write: Windowed::off(),
+            poll_time: Windowed::off(),
+            batch_size: Windowed::off(),
+            commit_time: Windowed::off(),
+            commit_outcome: Windowed::off(),
+            commit_completion: Windowed::off(),
+            commit_skip: Windowed::off(),
+            sink_active: Windowed::off(),
+            source_active: Windowed::off(),
+            states: Arc::default(),
+            lags: None,
+        }
+    }
+
+    /// Whether a sink task's lag per partition is measured.
+    pub fn measures_lag(&self) -> bool {
+        self.lags.is_some()
+    }
+
+    /// A sink task's lag of each of its partitions (topic, partition, lag).
+    pub fn lagging(&self, lags: impl IntoIterator<Item = (String, i32, i64)>) {
+        if let Some(kept) = &self.lags {
+            let mut kept = lock(kept);
+            for (topic, partition, lag) in lags {
+                kept.insert((topic, partition), lag);
+            }
+        }
+    }
+
     /// An offset commit that started at `started` ended, well or not.
     pub fn committed(&self, started: Instant, ok: bool) {
         self.commit_time
@@ -848,7 +947,10 @@ impl Collector for WindowSeries {
         for (name, help, measure, view) in WINDOWED {
             let family = Family::<TaskLabels, Real>::default();
             for (labels, windows) in shown(name) {
-                let window = lock(&measure(windows).0);
+                let Some(window) = &measure(windows).0 else {
+                    continue;
+                };
+                let window = lock(window);
                 let value = match view {
                     View::Rate => window.rate(now),
                     View::Avg => window.avg(now),
@@ -869,8 +971,35 @@ impl Collector for WindowSeries {
             let metric = encoder.encode_descriptor(name, help, None, family.metric_type())?;
             family.encode(metric)?;
         }
-        Ok(())
+        let lags = Family::<PartitionLabels, Count>::default();
+        for (labels, (_, windows)) in &tasks {
+            for ((topic, partition), lag) in windows.lags.iter().flat_map(|l| lock(l).clone()) {
+                let partition = PartitionLabels {
+                    connector: labels.connector.clone(),
+                    task: labels.task.clone(),
+                    topic,
+                    partition: partition.to_string(),
+                };
+                lags.get_or_create(&partition).set(lag);
+            }
+        }
+        let metric = encoder.encode_descriptor(
+            "ferry_sink_partition_lag",
+            "Records of each partition a sink task reads that it has not read yet (the high watermark it last fetched less its next offset; with [metrics] partition_lag).",
+            None,
+            lags.metric_type(),
+        )?;
+        lags.encode(metric)
     }
+}
+
+/// The labels of a series of one partition of a task.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct PartitionLabels {
+    connector: String,
+    task: String,
+    topic: String,
+    partition: String,
 }
 
 fn labels(connector: &str, task: u32) -> TaskLabels {

@@ -74,6 +74,10 @@ pub trait SinkConsumer: Send + Sync {
     fn seek(&self, tp: &TopicPartition, offset: i64) -> KafkaResult<()>;
     /// Commit offsets to the consumer group (for monitoring; Raft has them), without waiting.
     fn commit_group(&self, offsets: &HashMap<TopicPartition, i64>) -> KafkaResult<()>;
+    /// The partition's high watermark as last fetched, if known (no request to a broker).
+    fn high_watermark(&self, _tp: &TopicPartition) -> Option<i64> {
+        None
+    }
 }
 
 impl SinkConsumer for TaskConsumer {
@@ -94,6 +98,10 @@ impl SinkConsumer for TaskConsumer {
 
     fn commit_group(&self, offsets: &HashMap<TopicPartition, i64>) -> KafkaResult<()> {
         TaskConsumer::commit_group(self, offsets)
+    }
+
+    fn high_watermark(&self, tp: &TopicPartition) -> Option<i64> {
+        TaskConsumer::high_watermark(self, tp)
     }
 }
 
@@ -308,13 +316,14 @@ impl<C: SinkConsumer, P: Control> SinkLoop<C, P> {
                 self.next.insert(tp, offset + 1);
             }
         }
-        self.note_active();
+        self.note_progress();
         Ok(())
     }
 
     /// Kafka Connect's sink-record-active-count: the records read and not yet committed, over
-    /// the partitions with a commit or a known start position.
-    fn note_active(&self) {
+    /// the partitions with a commit or a known start position; and, if measured, each
+    /// partition's lag behind the high watermark its consumer last fetched.
+    fn note_progress(&self) {
         let active: i64 = self
             .next
             .iter()
@@ -326,6 +335,18 @@ impl<C: SinkConsumer, P: Control> SinkLoop<C, P> {
         let metrics = self.pipeline.metrics();
         metrics.sink_record_active.set(active);
         metrics.windows.sink_active.record(active as f64);
+        if let Some(consumer) = self
+            .consumer
+            .as_ref()
+            .filter(|_| metrics.windows.measures_lag())
+        {
+            metrics
+                .windows
+                .lagging(self.next.iter().filter_map(|(tp, next)| {
+                    let high = consumer.high_watermark(tp)?;
+                    Some((tp.topic.clone(), tp.partition, (high - next).max(0)))
+                }));
+        }
     }
 
     /// `put`, retrying a retriable failure (see `retry`); then the failure fails the task. The
@@ -442,7 +463,7 @@ impl<C: SinkConsumer, P: Control> SinkLoop<C, P> {
             }
         }
         self.committed.extend(allowed);
-        self.note_active();
+        self.note_progress();
         Ok(())
     }
 

@@ -477,6 +477,11 @@ impl Management for Api {
     }
 
     async fn node_metrics(&self, _req: GrpcRequest<pb::Empty>) -> Reply<pb::NodeMetricsResponse> {
+        if !self.metrics.enabled() {
+            return Err(tonic::Status::failed_precondition(
+                ferry_worker::metrics::METRICS_OFF,
+            ));
+        }
         Ok(GrpcResponse::new(pb::NodeMetricsResponse {
             node_id: self.core.node().id(),
             text: self.metrics.render(),

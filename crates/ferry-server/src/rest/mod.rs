@@ -26,7 +26,7 @@ use tower_http::cors::{AllowOrigin, CorsLayer};
 use crate::manage::Core;
 use entities::{ServerInfo, WorkerStatus};
 use error::{RestError, RestResult};
-use ferry_worker::metrics::WorkerMetrics;
+use ferry_worker::metrics::{WorkerMetrics, METRICS_OFF};
 
 /// How long `GET /health` waits for the control plane to answer, as Kafka Connect waits.
 const HEALTH_TIMEOUT: Duration = Duration::from_secs(10);
@@ -214,6 +214,9 @@ async fn root(State(rest): State<Rest>) -> Json<ServerInfo> {
 /// This node's series for Prometheus to scrape, in the OpenMetrics text format
 /// prometheus-client writes (Prometheus reads it by its content type).
 async fn prometheus_metrics(State(rest): State<Rest>) -> Response {
+    if !rest.metrics.enabled() {
+        return RestError::not_found(METRICS_OFF).into_response();
+    }
     (
         [(
             header::CONTENT_TYPE,
