@@ -519,6 +519,13 @@ fn parquet_on_hdfs_dead_letters_what_has_no_row_and_rides_out_namenode_outages()
     let ids = order_rows(&hdfs, &work, &mut round, rows(400).len());
     assert_eq!(ids.iter().copied().collect::<BTreeSet<_>>(), rows(400));
     assert_eq!(ids.len(), rows(400).len(), "each row once");
+    // Each commit of files is timed in the connector's histogram: at least one a partition.
+    let commits = cluster.metric(
+        [leader],
+        "ferry_sink_commit_seconds_count",
+        &[("connector", "orders-hdfs")],
+    );
+    assert!(commits >= 2, "{commits} HDFS commits timed");
     // What has no row is in the DLQ, with the reason.
     let dead = read_topic(&kafka, "dlq-orders", 16);
     assert_eq!(dead.len(), 16, "{dead:?}");

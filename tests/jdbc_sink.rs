@@ -321,6 +321,13 @@ fn upserts_into_a_created_table_evolve_it_delete_by_key_and_ride_out_a_database_
         "SELECT column_name, data_type, is_nullable FROM information_schema.columns WHERE table_name = 'kafka_orders' ORDER BY ordinal_position",
     );
     assert_eq!(columns, "id|integer|NO\nregion|text|NO\n");
+    // The rows came in committed transactions, each timed in the connector's histogram.
+    let commits = cluster.metric(
+        [leader],
+        "ferry_sink_commit_seconds_count",
+        &[("connector", "orders-pg")],
+    );
+    assert!(commits >= 1, "{commits} JDBC commits timed");
 
     // A new optional field: the table gains a column.
     send(
@@ -546,6 +553,7 @@ fn the_offsets_table_fences_an_older_generation_and_resumes_a_new_one() {
                 committer: Arc::new(NoRangeCommits),
                 rewinds,
                 clock: ferry_connect::task::WallClock::system(),
+                commit_times: std::sync::Arc::new(ferry_connect::task::Untimed),
             };
             let mut task =
                 ferry_connector_jdbc::sink::JdbcSinkTask::build(&props, context).expect("valid");

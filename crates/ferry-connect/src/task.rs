@@ -156,6 +156,20 @@ impl WallClock {
     }
 }
 
+/// Where a sink task tells how long each commit to its destination took — a database
+/// transaction, a set of files committed — for the worker's `ferry_sink_commit_seconds`.
+pub trait CommitTimes: Send + Sync {
+    /// A commit took `time`.
+    fn took(&self, time: std::time::Duration);
+}
+
+/// Commit times kept nowhere (a task built outside a worker).
+pub struct Untimed;
+
+impl CommitTimes for Untimed {
+    fn took(&self, _time: std::time::Duration) {}
+}
+
 /// What a sink task is built with, beside its config.
 #[derive(Clone)]
 pub struct SinkTaskContext {
@@ -173,6 +187,8 @@ pub struct SinkTaskContext {
     pub rewinds: Arc<Rewinds>,
     /// The wall clock of schedules and record times.
     pub clock: WallClock,
+    /// Where the task tells how long its commits to its destination took.
+    pub commit_times: Arc<dyn CommitTimes>,
 }
 
 /// A sink task (Kafka Connect's `SinkTask`).

@@ -341,6 +341,7 @@ mod tests {
             committer: Arc::new(NoCommits),
             rewinds: Arc::default(),
             clock: ferry_connect::task::WallClock::system(),
+            commit_times: std::sync::Arc::new(ferry_connect::task::Untimed),
         }
     }
 

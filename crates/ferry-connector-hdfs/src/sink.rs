@@ -120,6 +120,7 @@ impl HdfsSinkTask {
                 reporter: context.reporter,
                 rewinds: context.rewinds,
                 generation: context.generation,
+                commit_times: context.commit_times,
             },
             writers: BTreeMap::new(),
             written: 0,

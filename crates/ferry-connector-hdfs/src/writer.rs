@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use ferry_connect::task::{
-    CommitOutcome, ErrantRecordReporter, Rewinds, SinkCommit, SinkCommitter,
+    CommitOutcome, CommitTimes, ErrantRecordReporter, Rewinds, SinkCommit, SinkCommitter,
 };
 use ferry_connect::{ConnectError, Result, Schema, SinkRecord, TopicPartition};
 use tracing::{debug, info, warn};
@@ -41,6 +41,8 @@ pub struct Shared {
     pub rewinds: Arc<Rewinds>,
     /// The generation of this run of the task (in temporary file names; commits carry it).
     pub generation: u64,
+    /// Where each commit's time goes (the worker's `ferry_sink_commit_seconds`).
+    pub commit_times: Arc<dyn CommitTimes>,
 }
 
 struct OpenFile {
@@ -284,6 +286,7 @@ impl PartitionWriter {
         if start == next && self.files.is_empty() {
             return Ok(());
         }
+        let started = std::time::Instant::now();
         let mut payload = BTreeMap::new();
         let files = std::mem::take(&mut self.files);
         let tmps: Vec<String> = files.values().map(|f| f.tmp.clone()).collect();
@@ -309,7 +312,10 @@ impl PartitionWriter {
         });
         self.records = 0;
         self.first_time = None;
-        self.settle(shared).await
+        self.settle(shared).await?;
+        // Files closed, the commit in Raft, the files renamed.
+        shared.commit_times.took(started.elapsed());
+        Ok(())
     }
 
     async fn close(mut file: OpenFile) -> Result<()> {

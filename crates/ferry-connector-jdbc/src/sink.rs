@@ -273,6 +273,8 @@ impl JdbcSinkTask {
             quote: config.quote_identifiers,
         };
         let mut replay = false;
+        let commit_times = self.context.commit_times.clone();
+        let started = std::time::Instant::now();
         loop {
             let client = self.client().await?;
             let writer = Writer {
@@ -291,7 +293,11 @@ impl JdbcSinkTask {
             )
             .await;
             match outcome {
-                Ok(()) => break,
+                Ok(()) => {
+                    // The batch's transaction (a replay's included) committed.
+                    commit_times.took(started.elapsed());
+                    break;
+                }
                 // A record's own fault in the batch: once more, record by record.
                 Err(Rollback::Data) if !replay => {
                     debug!("a record failed in the batch: writing it record by record");

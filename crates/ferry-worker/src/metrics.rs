@@ -14,6 +14,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use ferry_connect::plugin::{self, PluginDesc, PluginKind};
+use ferry_connect::task::CommitTimes;
 use ferry_meta::state::RunState;
 use ferry_meta::store::StateReader;
 use ferry_meta::{ClusterState, NodeId};
@@ -22,6 +23,7 @@ use prometheus_client::encoding::{DescriptorEncoder, EncodeLabelSet, EncodeMetri
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
 
 /// One count that goes up and down (tasks running), or a value set (a timestamp).
@@ -53,6 +55,8 @@ macro_rules! task_metrics {
             $(#[doc = $help] pub $field: $kind,)*
             /// Its windowed measures (Kafka Connect's `-rate`, `-avg` and `-max`).
             pub windows: TaskWindows,
+            /// A sink task's commits to its destination: its connector's histogram.
+            pub commit_times: CommitTimer,
         }
 
         /// Every task's series of one count each.
@@ -68,13 +72,20 @@ macro_rules! task_metrics {
 
             /// A task's counts: those of its kind's groups registered, the others counting
             /// into nothing.
-            fn of(&self, labels: &TaskLabels, kind: PluginKind, windows: TaskWindows) -> TaskMetrics {
+            fn of(
+                &self,
+                labels: &TaskLabels,
+                kind: PluginKind,
+                windows: TaskWindows,
+                commit_times: CommitTimer,
+            ) -> TaskMetrics {
                 TaskMetrics {
                     $($field: match shown_for($name, kind) {
                         true => self.$field.get_or_create_owned(labels),
                         false => Default::default(),
                     },)*
                     windows,
+                    commit_times,
                 }
             }
 
@@ -133,6 +144,32 @@ fn shown_for(name: &str, kind: PluginKind) -> bool {
         kind == PluginKind::Source
     } else {
         true
+    }
+}
+
+/// The upper bounds (seconds) of the sink commit histogram's buckets: 1 ms, doubling, to
+/// about 16 s.
+const COMMIT_BUCKETS: [f64; 15] = [
+    0.001, 0.002, 0.004, 0.008, 0.016, 0.032, 0.064, 0.128, 0.256, 0.512, 1.024, 2.048, 4.096,
+    8.192, 16.384,
+];
+
+fn commit_histogram() -> Histogram {
+    Histogram::new(COMMIT_BUCKETS.iter().copied())
+}
+
+/// Each connector's sink commit times on this node.
+type CommitFamily = Family<ConnectorLabels, Histogram, fn() -> Histogram>;
+
+/// A sink task's commit times (its connector's histogram); a default one keeps nothing.
+#[derive(Clone, Debug, Default)]
+pub struct CommitTimer(Option<Histogram>);
+
+impl CommitTimes for CommitTimer {
+    fn took(&self, time: std::time::Duration) {
+        if let Some(histogram) = &self.0 {
+            histogram.observe(time.as_secs_f64());
+        }
     }
 }
 
@@ -268,6 +305,8 @@ pub struct WorkerMetrics {
     tasks: TaskFamilies,
     /// The measures read at each scrape of the tasks running here.
     windows: Arc<Mutex<HashMap<TaskLabels, (PluginKind, TaskWindows)>>>,
+    /// How long each connector's sink tasks took to commit to their destination.
+    commit_times: CommitFamily,
     options: MetricsOptions,
 }
 
@@ -319,6 +358,12 @@ impl WorkerMetrics {
         tasks.register(&mut registry);
         let windows = Arc::<Mutex<HashMap<TaskLabels, (PluginKind, TaskWindows)>>>::default();
         registry.register_collector(Box::new(WindowSeries(windows.clone())));
+        let commit_times = CommitFamily::new_with_constructor(commit_histogram);
+        registry.register(
+            "ferry_sink_commit_seconds",
+            "How long the sink tasks of each connector on this node took to commit to their destination (a database transaction, a set of files).",
+            commit_times.clone(),
+        );
         WorkerMetrics {
             registry,
             connector_count,
@@ -327,6 +372,7 @@ impl WorkerMetrics {
             task_starts,
             tasks,
             windows,
+            commit_times,
             options,
         }
     }
@@ -366,7 +412,14 @@ impl WorkerMetrics {
             ..Default::default()
         };
         lock(&self.windows).insert(labels.clone(), (kind, windows.clone()));
-        self.tasks.of(&labels, kind, windows)
+        let commit_times = (kind == PluginKind::Sink).then(|| {
+            let connector = ConnectorLabels {
+                connector: connector.to_string(),
+            };
+            self.commit_times.get_or_create(&connector).clone()
+        });
+        self.tasks
+            .of(&labels, kind, windows, CommitTimer(commit_times))
     }
 
     /// A task stopped on this node: its series go.

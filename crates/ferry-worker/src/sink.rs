@@ -168,6 +168,7 @@ impl SinkLoop<TaskConsumer, UnitCtx> {
             committer: Arc::new(RaftCommitter::new(ctx.clone())),
             rewinds: rewinds.clone(),
             clock: ctx.settings.clock,
+            commit_times: Arc::new(ctx.metrics.commit_times.clone()),
         };
         let mut task = factory(&ctx.task_config, context)?;
         task.start().await?;

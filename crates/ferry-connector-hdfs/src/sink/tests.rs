@@ -106,6 +106,7 @@ impl Bed {
             }),
             rewinds: Arc::default(),
             clock: ferry_connect::task::WallClock::system(),
+            commit_times: Arc::new(ferry_connect::task::Untimed),
         };
         let mut task = HdfsSinkTask::build(&task_props, context).expect("valid");
         task.start().await.expect("start");
@@ -393,6 +394,7 @@ fn a_local_store_that_is_not_shared_is_refused() {
         }),
         rewinds: Arc::default(),
         clock: ferry_connect::task::WallClock::system(),
+        commit_times: Arc::new(ferry_connect::task::Untimed),
     };
     let mut task = HdfsSinkTask::build(&task_props, context).expect("valid");
     let runtime = tokio::runtime::Builder::new_current_thread()
@@ -460,6 +462,7 @@ async fn a_file_that_cannot_be_closed_is_given_up_and_its_partition_consumed_aga
     let failing = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let rewinds = Arc::new(ferry_connect::task::Rewinds::default());
     let shared = Shared {
+        commit_times: Arc::new(ferry_connect::task::Untimed),
         names: Names {
             topics_dir: config.topics_dir.clone(),
             delim: config.file_delim.clone(),
