@@ -56,7 +56,7 @@ fn runs() -> usize {
 
 /// Whether `item` is among those an environment variable selects (a comma-separated list;
 /// unset, all are): `FERRY_VERSUS_SYSTEMS` (ferry, kafka-connect), `FERRY_VERSUS_WORKERS` (1,
-/// 3), `FERRY_VERSUS_WORKLOADS` (W1 … W5) narrow a run while working on one figure.
+/// 3), `FERRY_VERSUS_WORKLOADS` (W1 … W5, metrics) narrow a run while working on one figure.
 fn selected(variable: &str, item: &str) -> bool {
     std::env::var(variable)
         .map(|list| list.split(',').any(|i| i.trim().eq_ignore_ascii_case(item)))
@@ -72,6 +72,9 @@ fn kafka_properties() -> Vec<(String, String)> {
         .map(|(k, v)| (k.trim().to_string(), v.trim().to_string()))
         .collect()
 }
+
+/// Ferry with `[metrics] enabled = false`: the baseline of metrics' cost.
+const NO_METRICS: &str = "ferry-no-metrics";
 
 /// W1's topic and its partitions.
 const TOPIC: &str = "versus";
@@ -174,13 +177,17 @@ impl System {
         more: &[(&str, &str)],
     ) -> System {
         match kind {
-            "ferry" => {
+            "ferry" | NO_METRICS => {
                 // ferryd's own heartbeat, election and worker timeouts, as a user runs it.
                 let settings = Settings {
                     offset_flush_ms: FLUSH_MS,
                     target_voters: workers.min(3),
                     ferryd_timing: true,
                     kafka_properties: kafka_properties(),
+                    metrics: match kind {
+                        NO_METRICS => vec![("enabled", "false")],
+                        _ => Vec::new(),
+                    },
                     ..Settings::default()
                 };
                 let (cluster, _) = started(workers as u64, kafka, settings);
@@ -707,6 +714,35 @@ fn w5(
     times
 }
 
+/// What Ferry's metrics cost: W1 at one task on one worker, with metrics (as Ferry runs by
+/// default) and with `[metrics] enabled = false`, each run of one beside a run of the other so
+/// that the machine's drift falls on both; the median run of each, and their ratio.
+fn metrics_cost(kafka: &Kafka, dir: &Path) -> Vec<Row> {
+    let mut with = Vec::new();
+    let mut without = Vec::new();
+    for run in 0..runs() {
+        for (kind, rows) in [("ferry", &mut with), (NO_METRICS, &mut without)] {
+            let system = System::start(kind, 1, kafka, "versus-metrics");
+            let mut row = w1(&system, 1, dir, run);
+            row.system = kind.to_string();
+            println!("{}", line(&row));
+            rows.push(row);
+        }
+    }
+    let (with, without) = (Row::median_of(with), Row::median_of(without));
+    println!(
+        "metrics cost on W1 (1 worker, 1 task, medians of {} runs): {:.0} records/s with, {:.0} without: {:.3}×; CPU {:.2} s/M with, {:.2} without: {:.3}×",
+        runs(),
+        with.records_per_s(),
+        without.records_per_s(),
+        with.records_per_s() / without.records_per_s().max(1e-9),
+        with.cpu_per_million(),
+        without.cpu_per_million(),
+        with.cpu_per_million() / without.cpu_per_million().max(1e-9),
+    );
+    vec![with, without]
+}
+
 fn median(times: &[f64]) -> f64 {
     let mut sorted = times.to_vec();
     sorted.sort_by(f64::total_cmp);
@@ -874,6 +910,11 @@ pub fn run() -> anyhow::Result<()> {
             }
         }
     }
+    let metrics = if selected("FERRY_VERSUS_WORKLOADS", "metrics") {
+        metrics_cost(&kafka, dir.path())
+    } else {
+        Vec::new()
+    };
     let failover = if selected("FERRY_VERSUS_WORKLOADS", "W5") {
         failovers(&kafka, dir.path())
     } else {
@@ -888,6 +929,7 @@ pub fn run() -> anyhow::Result<()> {
         "kcat_produce_records_per_s": kcat_out,
         "connect_jvm": CONNECT_JVM,
         "rows": rows.iter().map(Row::to_json).collect::<Vec<_>>(),
+        "metrics_cost": metrics.iter().map(Row::to_json).collect::<Vec<_>>(),
         "failover_s": failover
             .iter()
             .map(|(label, times)| json!({"system": label, "times": times, "median": median(times)}))
