@@ -324,13 +324,10 @@ fn a_dead_lettered_record_keeps_the_headers_it_was_consumed_with() {
                 key: "empty",
                 value: None::<&str>,
             });
-        let mut record = BaseRecord::<(), str>::to("orders")
+        let record = BaseRecord::<(), str>::to("orders")
             .payload(value.as_str())
             .headers(headers);
-        while let Err((_, r)) = producer.send(record) {
-            record = r;
-            producer.poll(Duration::from_millis(10));
-        }
+        ferry_tests::send_waiting(&producer, record);
     }
     producer
         .flush(Duration::from_secs(30))

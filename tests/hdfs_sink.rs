@@ -67,13 +67,10 @@ fn produce(bootstrap: &str) {
             1000 + i % 50_000,
             1_552_581_432_000u64 + i as u64
         );
-        let mut record = BaseRecord::<(), str>::to(TOPIC)
+        let record = BaseRecord::<(), str>::to(TOPIC)
             .payload(value.as_str())
             .partition((i % PARTITIONS) as i32);
-        while let Err((_, r)) = producer.send(record) {
-            record = r;
-            producer.poll(Duration::from_millis(10));
-        }
+        ferry_tests::send_waiting(&producer, record);
     }
     producer.flush(Duration::from_secs(30)).expect("delivered");
 }
@@ -404,13 +401,10 @@ fn produce_orders(bootstrap: &str, numbers: std::ops::Range<usize>) {
             r#"{{"schema":{},"payload":{{"id":{i},"region":"{region}","amount":"{amount}"}}}}"#,
             schema(scale)
         );
-        let mut record = BaseRecord::<(), str>::to("orders")
+        let record = BaseRecord::<(), str>::to("orders")
             .payload(value.as_str())
             .partition((i % 2) as i32);
-        while let Err((_, r)) = producer.send(record) {
-            record = r;
-            producer.poll(Duration::from_millis(10));
-        }
+        ferry_tests::send_waiting(&producer, record);
     }
     producer.flush(Duration::from_secs(30)).expect("delivered");
 }

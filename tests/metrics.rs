@@ -493,13 +493,10 @@ fn prometheus_scrapes_every_node_and_sees_what_the_test_knows() {
             0 => format!("malformed {i}"),
             _ => format!(r#"{{"id":{i}}}"#),
         };
-        let mut record = BaseRecord::<(), str>::to(TOPIC)
+        let record = BaseRecord::<(), str>::to(TOPIC)
             .partition((i % 3) as i32)
             .payload(value.as_str());
-        while let Err((_, r)) = producer.send(record) {
-            record = r;
-            producer.poll(Duration::from_millis(10));
-        }
+        ferry_tests::send_waiting(&producer, record);
     }
     producer
         .flush(Duration::from_secs(30))

@@ -97,13 +97,10 @@ fn produce(bootstrap: &str, topic: &str, numbers: std::ops::Range<usize>) {
         .expect("a producer");
     for i in numbers {
         let value = format!("line-{i:05}");
-        let mut record = BaseRecord::<(), str>::to(topic)
+        let record = BaseRecord::<(), str>::to(topic)
             .payload(value.as_str())
             .partition((i % 3) as i32);
-        while let Err((_, r)) = producer.send(record) {
-            record = r;
-            producer.poll(Duration::from_millis(10));
-        }
+        ferry_tests::send_waiting(&producer, record);
     }
     producer.flush(Duration::from_secs(30)).expect("delivered");
 }

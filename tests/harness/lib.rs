@@ -1129,6 +1129,20 @@ pub fn read_topic(kafka: &Kafka, topic: &str, expected: usize) -> Vec<Value> {
         .collect()
 }
 
+/// Send `record` with `producer`, polling it while its queue is full.
+pub fn send_waiting<K, P>(
+    producer: &rdkafka::producer::BaseProducer,
+    mut record: rdkafka::producer::BaseRecord<'_, K, P>,
+) where
+    K: rdkafka::message::ToBytes + ?Sized,
+    P: rdkafka::message::ToBytes + ?Sized,
+{
+    while let Err((_, r)) = producer.send(record) {
+        record = r;
+        producer.poll(Duration::from_millis(10));
+    }
+}
+
 /// Produce records with these values (any bytes) to `topic` with confluent-kafka.
 pub fn produce_bytes(kafka: &Kafka, topic: &str, values: &[&[u8]]) {
     let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("py/produce_hex.py");

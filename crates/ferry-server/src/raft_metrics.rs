@@ -5,7 +5,7 @@
 use ferry_meta::MetaNode;
 use openraft::ServerState;
 use prometheus_client::collector::Collector;
-use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric};
+use prometheus_client::encoding::DescriptorEncoder;
 use std::time::SystemTime;
 
 use ferry_meta::store::SnapshotFacts;
@@ -132,14 +132,12 @@ impl Collector for RaftSeries {
             now: Some(SystemTime::now()),
         };
         ferry_worker::metrics::encode_gauges(&mut encoder, &series(&metrics, seen))?;
-        let proposals = self.node.proposal_times();
-        let histogram = encoder.encode_descriptor(
+        ferry_worker::metrics::encode_metric(
+            &mut encoder,
             "ferry_raft_proposal_seconds",
             "How long the writes this node proposed as leader took, from proposal to answer.",
-            None,
-            proposals.metric_type(),
-        )?;
-        proposals.encode(histogram)
+            self.node.proposal_times(),
+        )
     }
 }
 

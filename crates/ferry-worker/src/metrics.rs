@@ -426,7 +426,14 @@ impl WorkerMetrics {
     pub fn forget(&self, connector: &str, task: u32) {
         let labels = labels(connector, task);
         self.tasks.remove(&labels);
-        lock(&self.windows).remove(&labels);
+        let mut running = lock(&self.windows);
+        running.remove(&labels);
+        // The connector's commit times go with its last task here.
+        if !running.keys().any(|l| l.connector == connector) {
+            self.commit_times.remove(&ConnectorLabels {
+                connector: connector.to_string(),
+            });
+        }
     }
 
     /// Every series, in Prometheus' text format.
@@ -654,44 +661,45 @@ impl StatusFamilies {
     }
 
     fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
-        let connectors = encoder.encode_descriptor(
+        encode_metric(
+            &mut encoder,
             "kafka_connect_connector_status",
             "The status of each connector instance this worker runs (1, its state as a label).",
-            None,
-            self.connectors.metric_type(),
+            &self.connectors,
         )?;
-        self.connectors.encode(connectors)?;
         for ((name, _, help, _), family) in CONNECTOR_INFO.iter().zip(&self.info) {
-            let info = encoder.encode_descriptor(name, help, None, family.metric_type())?;
-            family.encode(info)?;
+            encode_metric(&mut encoder, name, help, family)?;
         }
-        let tasks = encoder.encode_descriptor(
+        encode_metric(
+            &mut encoder,
             "kafka_connect_connector_task_status",
             "The status of each task this worker runs (1, its state as a label).",
-            None,
-            self.tasks.metric_type(),
+            &self.tasks,
         )?;
-        self.tasks.encode(tasks)?;
         for ((_, name, help), family) in TASK_COUNTS.iter().zip(&self.counts) {
-            let counts = encoder.encode_descriptor(name, help, None, family.metric_type())?;
-            family.encode(counts)?;
+            encode_metric(&mut encoder, name, help, family)?;
         }
-        let generations = encoder.encode_descriptor(
-            "ferry_task_generation",
-            "The generation of each task this worker runs (bumped at every move, restart and config change).",
-            None,
-            self.generations.metric_type(),
-        )?;
-        self.generations.encode(generations)?;
-        let fenced = encoder.encode_descriptor(
+        encode_metric(&mut encoder, "ferry_task_generation", "The generation of each task this worker runs (bumped at every move, restart and config change).", &self.generations)?;
+        encode_metric(
+            &mut encoder,
             family_name("ferry_task_fenced_commits_total"),
             "Commits refused for the task because they came with a stale generation (a zombie's).",
-            None,
-            self.fenced.metric_type(),
+            &self.fenced,
         )?;
-        self.fenced.encode(fenced)?;
         Ok(())
     }
+}
+
+/// Encode one metric (a family, a histogram, a gauge) under `name` with its meaning, in a
+/// collector.
+pub fn encode_metric(
+    encoder: &mut DescriptorEncoder,
+    name: &str,
+    help: &str,
+    metric: &impl EncodeMetric,
+) -> Result<(), std::fmt::Error> {
+    let descriptor = encoder.encode_descriptor(name, help, None, metric.metric_type())?;
+    metric.encode(descriptor)
 }
 
 /// Encode series of one value each, without labels: (name, meaning, value). For collectors of
@@ -702,8 +710,7 @@ pub fn encode_gauges(
 ) -> Result<(), std::fmt::Error> {
     for (name, help, value) in gauges {
         let gauge = prometheus_client::metrics::gauge::ConstGauge::new(*value);
-        let metric = encoder.encode_descriptor(name, help, None, gauge.metric_type())?;
-        gauge.encode(metric)?;
+        encode_metric(encoder, name, help, &gauge)?;
     }
     Ok(())
 }
@@ -1012,8 +1019,7 @@ impl Collector for WindowSeries {
                 };
                 family.get_or_create(labels).set(value);
             }
-            let metric = encoder.encode_descriptor(name, help, None, family.metric_type())?;
-            family.encode(metric)?;
+            encode_metric(&mut encoder, name, help, &family)?;
         }
         for (name, help, state) in STATE_RATIOS {
             let family = Family::<TaskLabels, Real>::default();
@@ -1021,8 +1027,7 @@ impl Collector for WindowSeries {
                 let ratio = lock(&windows.states).ratio(*state, now);
                 family.get_or_create(labels).set(ratio);
             }
-            let metric = encoder.encode_descriptor(name, help, None, family.metric_type())?;
-            family.encode(metric)?;
+            encode_metric(&mut encoder, name, help, &family)?;
         }
         let lags = Family::<PartitionLabels, Count>::default();
         for (labels, (_, windows)) in &tasks {
@@ -1036,13 +1041,12 @@ impl Collector for WindowSeries {
                 lags.get_or_create(&partition).set(lag);
             }
         }
-        let metric = encoder.encode_descriptor(
+        encode_metric(
+            &mut encoder,
             "ferry_sink_partition_lag",
             "Records of each partition a sink task reads that it has not read yet (the high watermark it last fetched less its next offset; with [metrics] partition_lag).",
-            None,
-            lags.metric_type(),
-        )?;
-        lags.encode(metric)
+            &lags,
+        )
     }
 }
 
@@ -1088,7 +1092,20 @@ mod tests {
         );
         let again = metrics.task("sink", 0, PluginKind::Sink);
         assert_eq!(again.sink_record_read.get(), 0, "a new start counts anew");
+        // Its commits to its destination, in its connector's histogram, while a task of it
+        // runs here.
+        let other = metrics.task("sink", 1, PluginKind::Sink);
+        again.commit_times.took(std::time::Duration::from_millis(3));
+        other.commit_times.took(std::time::Duration::from_millis(5));
+        let count = "ferry_sink_commit_seconds_count{connector=\"sink\"} 2";
+        assert!(
+            metrics.render().lines().any(|l| l == count),
+            "{}",
+            metrics.render()
+        );
         metrics.forget("sink", 0);
+        assert!(metrics.render().lines().any(|l| l == count));
+        metrics.forget("sink", 1);
         assert!(!metrics.render().contains("connector=\"sink\""));
     }
 
