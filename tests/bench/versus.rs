@@ -159,7 +159,8 @@ impl Row {
 
 /// A system under measurement.
 enum System {
-    Ferry(Box<Cluster>),
+    /// Ferry's cluster, and which Ferry it is (`ferry`, or [`NO_METRICS`]).
+    Ferry(Box<Cluster>, &'static str),
     Connect(Vec<KafkaConnect>),
 }
 
@@ -191,7 +192,12 @@ impl System {
                     ..Settings::default()
                 };
                 let (cluster, _) = started(workers as u64, kafka, settings);
-                System::Ferry(Box::new(cluster))
+                let name = if kind == NO_METRICS {
+                    NO_METRICS
+                } else {
+                    "ferry"
+                };
+                System::Ferry(Box::new(cluster), name)
             }
             _ => {
                 std::env::set_var("FERRY_CONNECT_JVM_OPTS", CONNECT_JVM);
@@ -210,14 +216,14 @@ impl System {
 
     fn name(&self) -> &'static str {
         match self {
-            System::Ferry(_) => "ferry",
+            System::Ferry(_, name) => name,
             System::Connect(_) => "kafka-connect",
         }
     }
 
     fn workers(&self) -> usize {
         match self {
-            System::Ferry(c) => c.nodes.len(),
+            System::Ferry(c, _) => c.nodes.len(),
             System::Connect(all) => all.len(),
         }
     }
@@ -225,7 +231,7 @@ impl System {
     /// The REST API of its first running worker.
     fn rest(&self) -> String {
         match self {
-            System::Ferry(c) => c
+            System::Ferry(c, _) => c
                 .nodes
                 .values()
                 .find(|n| n.pid().is_some())
@@ -242,7 +248,7 @@ impl System {
     /// The `worker_id` of each running worker, as its REST status names it.
     fn worker_ids(&self) -> Vec<String> {
         let urls: Vec<String> = match self {
-            System::Ferry(c) => c
+            System::Ferry(c, _) => c
                 .nodes
                 .values()
                 .filter(|n| n.pid().is_some())
@@ -263,7 +269,7 @@ impl System {
     /// own fail-over is measured, not an election).
     fn kill(&mut self, worker_id: &str) {
         match self {
-            System::Ferry(c) => {
+            System::Ferry(c, _) => {
                 let id = c
                     .nodes
                     .iter()
@@ -284,7 +290,7 @@ impl System {
     /// Start again every worker killed, and wait until it has joined.
     fn revive(&mut self, kafka: &Kafka, group: &str, more: &[(&str, &str)]) {
         match self {
-            System::Ferry(c) => {
+            System::Ferry(c, _) => {
                 let dead: Vec<u64> = c
                     .nodes
                     .iter()
@@ -320,7 +326,7 @@ impl System {
     /// would not measure the delay.
     fn leader_worker(&self) -> Option<String> {
         let url = match self {
-            System::Ferry(c) => {
+            System::Ferry(c, _) => {
                 let leader = c.wait_leader(Duration::from_secs(60));
                 c.node(leader).rest.clone()
             }
@@ -331,7 +337,7 @@ impl System {
 
     fn pids(&self) -> Vec<u32> {
         match self {
-            System::Ferry(c) => c.nodes.values().filter_map(|n| n.pid()).collect(),
+            System::Ferry(c, _) => c.nodes.values().filter_map(|n| n.pid()).collect(),
             System::Connect(all) => all.iter().filter_map(KafkaConnect::pid).collect(),
         }
     }
@@ -723,8 +729,7 @@ fn metrics_cost(kafka: &Kafka, dir: &Path) -> Vec<Row> {
     for run in 0..runs() {
         for (kind, rows) in [("ferry", &mut with), (NO_METRICS, &mut without)] {
             let system = System::start(kind, 1, kafka, "versus-metrics");
-            let mut row = w1(&system, 1, dir, run);
-            row.system = kind.to_string();
+            let row = w1(&system, 1, dir, run);
             println!("{}", line(&row));
             rows.push(row);
         }

@@ -118,6 +118,8 @@ pub struct SinkLoop<C: SinkConsumer, P: Control> {
     committed: HashMap<TopicPartition, i64>,
     /// Where the task started, per partition whose position it knew then.
     started: HashMap<TopicPartition, i64>,
+    /// Records read and not yet committed (Kafka Connect's sink-record-active-count).
+    active: i64,
     /// Where the task asked to consume again.
     rewinds: Arc<Rewinds>,
     /// The topics consumed since they were last recorded.
@@ -248,6 +250,7 @@ impl<C: SinkConsumer, P: Control> SinkLoop<C, P> {
             pipeline,
             stop,
             started: from.clone(),
+            active: 0,
             next: from,
             committed,
             rewinds,
@@ -317,15 +320,25 @@ impl<C: SinkConsumer, P: Control> SinkLoop<C, P> {
                 self.next.insert(tp, offset + 1);
             }
         }
-        self.note_progress();
+        // Between commits, the active records grow by what is read (counted exactly again at
+        // each commit: a rewind's records are not read twice there).
+        self.active += batch.messages as i64;
+        self.note_active();
         Ok(())
     }
 
-    /// Kafka Connect's sink-record-active-count: the records read and not yet committed, over
-    /// the partitions with a commit or a known start position; and, if measured, each
-    /// partition's lag behind the high watermark its consumer last fetched.
-    fn note_progress(&self) {
-        let active: i64 = self
+    /// Kafka Connect's sink-record-active-count as it now is.
+    fn note_active(&self) {
+        let metrics = self.pipeline.metrics();
+        metrics.sink_record_active.set(self.active);
+        metrics.windows.sink_active.record(self.active as f64);
+    }
+
+    /// At a commit: the records read and not yet committed, counted over the partitions with
+    /// a commit or a known start position; and, if measured, each partition's lag behind the
+    /// high watermark its consumer last fetched.
+    fn note_committed(&mut self) {
+        self.active = self
             .next
             .iter()
             .filter_map(|(tp, next)| {
@@ -333,9 +346,8 @@ impl<C: SinkConsumer, P: Control> SinkLoop<C, P> {
                 Some((next - base).max(0))
             })
             .sum();
+        self.note_active();
         let metrics = self.pipeline.metrics();
-        metrics.sink_record_active.set(active);
-        metrics.windows.sink_active.record(active as f64);
         if let Some(consumer) = self
             .consumer
             .as_ref()
@@ -464,7 +476,7 @@ impl<C: SinkConsumer, P: Control> SinkLoop<C, P> {
             }
         }
         self.committed.extend(allowed);
-        self.note_progress();
+        self.note_committed();
         Ok(())
     }
 
