@@ -335,7 +335,11 @@ async fn only_what_pre_commit_allows_is_committed() {
     assert_eq!(bed.log.count("put"), 1);
     assert_eq!(bed.log.count("commit"), 0, "{:?}", bed.log.events());
     assert_eq!(bed.metrics.sink_offset_commit_completion.get(), 0);
-    assert_eq!(bed.metrics.sink_record_active.get(), 2, "read, not committed");
+    assert_eq!(
+        bed.metrics.sink_record_active.get(),
+        2,
+        "read, not committed"
+    );
     bed.stop.send_replace(true);
     assert!(bed.done.await.expect("the loop").is_ok());
 }
@@ -364,7 +368,11 @@ async fn a_retriable_put_is_retried_with_a_doubling_backoff_then_succeeds() {
         "the commit counted"
     );
     assert_eq!(m.sink_offset_commit_seq_no.get(), 1);
-    assert_eq!(m.sink_record_active.get(), 0, "nothing read since the commit");
+    assert_eq!(
+        m.sink_record_active.get(),
+        0,
+        "nothing read since the commit"
+    );
     bed.stop.send_replace(true);
     assert!(bed.done.await.expect("the loop").is_ok());
 }
