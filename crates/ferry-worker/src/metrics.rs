@@ -290,6 +290,17 @@ impl Default for MetricsOptions {
     }
 }
 
+/// The run of a task on this node that its series are of.
+#[derive(Clone, Debug)]
+struct Run {
+    generation: u64,
+    kind: PluginKind,
+    windows: TaskWindows,
+}
+
+/// The runs of the tasks on this node.
+type Runs = HashMap<TaskLabels, Run>;
+
 /// A node's metrics: the worker's own and every task's it runs.
 #[derive(Debug)]
 pub struct WorkerMetrics {
@@ -304,7 +315,7 @@ pub struct WorkerMetrics {
     pub task_starts: Starts,
     tasks: TaskFamilies,
     /// The measures read at each scrape of the tasks running here.
-    windows: Arc<Mutex<HashMap<TaskLabels, (PluginKind, TaskWindows)>>>,
+    windows: Arc<Mutex<Runs>>,
     /// How long each connector's sink tasks took to commit to their destination.
     commit_times: CommitFamily,
     options: MetricsOptions,
@@ -356,7 +367,7 @@ impl WorkerMetrics {
         task_starts.register(&mut registry, "task");
         let tasks = TaskFamilies::default();
         tasks.register(&mut registry);
-        let windows = Arc::<Mutex<HashMap<TaskLabels, (PluginKind, TaskWindows)>>>::default();
+        let windows = Arc::<Mutex<Runs>>::default();
         registry.register_collector(Box::new(WindowSeries(windows.clone())));
         let commit_times = CommitFamily::new_with_constructor(commit_histogram);
         registry.register(
@@ -397,8 +408,15 @@ impl WorkerMetrics {
         self.registry.register_collector(collector);
     }
 
-    /// The counts of a task of `kind` starting on this node, from zero.
-    pub fn task(&self, connector: &str, task: u32, kind: PluginKind) -> TaskMetrics {
+    /// The counts of a run of a task of `kind` starting on this node (under `generation`),
+    /// from zero.
+    pub fn task(
+        &self,
+        connector: &str,
+        task: u32,
+        kind: PluginKind,
+        generation: u64,
+    ) -> TaskMetrics {
         if !self.options.enabled {
             return TaskMetrics {
                 windows: TaskWindows::off(),
@@ -411,7 +429,12 @@ impl WorkerMetrics {
             lags: (self.options.partition_lag && kind == PluginKind::Sink).then(Arc::default),
             ..Default::default()
         };
-        lock(&self.windows).insert(labels.clone(), (kind, windows.clone()));
+        let run = Run {
+            generation,
+            kind,
+            windows: windows.clone(),
+        };
+        lock(&self.windows).insert(labels.clone(), run);
         let commit_times = (kind == PluginKind::Sink).then(|| {
             let connector = ConnectorLabels {
                 connector: connector.to_string(),
@@ -422,11 +445,19 @@ impl WorkerMetrics {
             .of(&labels, kind, windows, CommitTimer(commit_times))
     }
 
-    /// A task stopped on this node: its series go.
-    pub fn forget(&self, connector: &str, task: u32) {
+    /// The run of a task under `generation` stopped on this node: its series go, unless a
+    /// newer run of the task has them.
+    pub fn forget(&self, connector: &str, task: u32, generation: u64) {
         let labels = labels(connector, task);
-        self.tasks.remove(&labels);
         let mut running = lock(&self.windows);
+        // A newer run of the task started here before this one ended: the series are its.
+        if running
+            .get(&labels)
+            .is_some_and(|run| run.generation != generation)
+        {
+            return;
+        }
+        self.tasks.remove(&labels);
         running.remove(&labels);
         // The connector's commit times go with its last task here.
         if !running.keys().any(|l| l.connector == connector) {
@@ -992,7 +1023,7 @@ const STATE_RATIOS: &[(&str, &str, RunState)] = &[
 /// The windowed and state-time series of the tasks running on this node, measured at each
 /// scrape; a task shows those of its kind's groups (see [`shown_for`]).
 #[derive(Debug)]
-struct WindowSeries(Arc<Mutex<HashMap<TaskLabels, (PluginKind, TaskWindows)>>>);
+struct WindowSeries(Arc<Mutex<Runs>>);
 
 impl Collector for WindowSeries {
     fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
@@ -1001,8 +1032,8 @@ impl Collector for WindowSeries {
         let shown = |name: &'static str| {
             tasks
                 .iter()
-                .filter(move |(_, (kind, _))| shown_for(name, *kind))
-                .map(|(labels, (_, windows))| (labels, windows))
+                .filter(move |(_, run)| shown_for(name, run.kind))
+                .map(|(labels, run)| (labels, &run.windows))
         };
         for (name, help, measure, view) in WINDOWED {
             let family = Family::<TaskLabels, Real>::default();
@@ -1030,7 +1061,7 @@ impl Collector for WindowSeries {
             encode_metric(&mut encoder, name, help, &family)?;
         }
         let lags = Family::<PartitionLabels, Count>::default();
-        for (labels, (_, windows)) in &tasks {
+        for (labels, Run { windows, .. }) in &tasks {
             for ((topic, partition), lag) in windows.lags.iter().flat_map(|l| lock(l).clone()) {
                 let partition = PartitionLabels {
                     connector: labels.connector.clone(),
@@ -1073,7 +1104,7 @@ mod tests {
     #[test]
     fn a_task_s_series_live_while_it_runs_and_start_from_zero() {
         let metrics = WorkerMetrics::default();
-        let t = metrics.task("sink", 0, PluginKind::Sink);
+        let t = metrics.task("sink", 0, PluginKind::Sink, 1);
         t.sink_record_read.inc_by(5);
         t.source_record_poll.inc_by(5);
         metrics.task_count.inc();
@@ -1090,11 +1121,11 @@ mod tests {
             !text.contains("kafka_connect_source_task_source_record_poll_total{"),
             "{text}"
         );
-        let again = metrics.task("sink", 0, PluginKind::Sink);
+        let again = metrics.task("sink", 0, PluginKind::Sink, 2);
         assert_eq!(again.sink_record_read.get(), 0, "a new start counts anew");
         // Its commits to its destination, in its connector's histogram, while a task of it
         // runs here.
-        let other = metrics.task("sink", 1, PluginKind::Sink);
+        let other = metrics.task("sink", 1, PluginKind::Sink, 3);
         again.commit_times.took(std::time::Duration::from_millis(3));
         other.commit_times.took(std::time::Duration::from_millis(5));
         let count = "ferry_sink_commit_seconds_count{connector=\"sink\"} 2";
@@ -1103,16 +1134,22 @@ mod tests {
             "{}",
             metrics.render()
         );
-        metrics.forget("sink", 0);
+        // The first run of task 0 ends after the second started: the series are the second's.
+        metrics.forget("sink", 0, 1);
+        assert!(metrics
+            .render()
+            .contains("sink_record_read_total{connector=\"sink\",task=\"0\"} 0"));
+        metrics.forget("sink", 0, 2);
+        assert!(!metrics.render().contains("task=\"0\""));
         assert!(metrics.render().lines().any(|l| l == count));
-        metrics.forget("sink", 1);
+        metrics.forget("sink", 1, 3);
         assert!(!metrics.render().contains("connector=\"sink\""));
     }
 
     #[test]
     fn a_task_shows_the_windowed_measures_it_recorded_while_it_runs() {
         let metrics = WorkerMetrics::default();
-        let t = metrics.task("sink", 0, PluginKind::Sink);
+        let t = metrics.task("sink", 0, PluginKind::Sink, 1);
         t.windows.entered(RunState::Running);
         t.windows.sink_read.record(300.0);
         t.windows.put_time.record(4.0);
@@ -1166,7 +1203,7 @@ mod tests {
             Some(1.0)
         );
         assert_eq!(value("kafka_connect_connector_task_pause_ratio"), Some(0.0));
-        metrics.forget("sink", 0);
+        metrics.forget("sink", 0, 1);
         assert!(!metrics.render().contains("connector=\"sink\""));
     }
 

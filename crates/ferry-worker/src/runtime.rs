@@ -314,7 +314,7 @@ impl Runtime {
                     match task {
                         Some(task) => {
                             metrics.task_count.dec();
-                            metrics.forget(&name, task);
+                            metrics.forget(&name, task, generation);
                         }
                         None => {
                             metrics.connector_count.dec();
@@ -409,7 +409,7 @@ impl Runtime {
             metrics: match task {
                 Some(task) => {
                     self.metrics.task_count.inc();
-                    self.metrics.task(name, *task, kind)
+                    self.metrics.task(name, *task, kind, spec.generation)
                 }
                 None => {
                     self.metrics.connector_count.inc();
