@@ -70,17 +70,26 @@ impl Exposition {
             .map_or("untyped", |(_, kind)| kind.as_str())
     }
 
-    /// The value of the sample named `name` whose labels include every one of `labels`.
-    pub fn value(&self, name: &str, labels: &[(&str, &str)]) -> Option<f64> {
+    /// The values of the samples named `name` whose labels include every one of `labels`.
+    pub fn values<'a>(
+        &'a self,
+        name: &'a str,
+        labels: &'a [(&str, &str)],
+    ) -> impl Iterator<Item = f64> + 'a {
         self.samples
             .iter()
-            .find(|s| {
+            .filter(move |s| {
                 s.name == name
                     && labels
                         .iter()
                         .all(|(k, v)| s.labels.get(*k).is_some_and(|have| have == v))
             })
             .map(|s| s.value)
+    }
+
+    /// The value of the first sample named `name` whose labels include every one of `labels`.
+    pub fn value(&self, name: &str, labels: &[(&str, &str)]) -> Option<f64> {
+        self.values(name, labels).next()
     }
 }
 

@@ -708,21 +708,13 @@ impl Cluster {
         if !output.ok() {
             return None;
         }
-        let wanted: Vec<String> = labels.iter().map(|(k, v)| format!("{k}=\"{v}\"")).collect();
-        let values = output
-            .stdout
-            .lines()
-            .filter_map(|line| {
-                let (series, value) = line.rsplit_once(' ')?;
-                let (series_name, series_labels) = match series.split_once('{') {
-                    Some((n, l)) => (n, l.trim_end_matches('}')),
-                    None => (series, ""),
-                };
-                let labels: Vec<&str> = series_labels.split(',').collect();
-                (series_name == name && wanted.iter().all(|w| labels.contains(&w.as_str())))
-                    .then(|| value.parse().ok())
-                    .flatten()
-            })
+        let scraped = exposition::Exposition::parse(&output.stdout)
+            .unwrap_or_else(|e| panic!("node {id}'s metrics: {e}"));
+        // Counts: the whole values.
+        let values = scraped
+            .values(name, labels)
+            .filter(|v| v.fract() == 0.0)
+            .map(|v| v as i64)
             .collect();
         Some(values)
     }
