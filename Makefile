@@ -2,7 +2,7 @@
 CARGO ?= cargo
 export CARGO_TERM_COLOR ?= never
 
-.PHONY: all build lint test unit e2e run bench jepsen clean
+.PHONY: all build lint test unit e2e run bench jepsen console clean
 
 all: build
 
@@ -29,6 +29,7 @@ e2e: build
 	./scripts/testbed/hdfs.sh
 	./scripts/testbed/postgres.sh
 	./scripts/testbed/prometheus.sh
+	./scripts/testbed/chromium.sh
 	# One real single-broker Kafka for the whole run; each test empties it first (tests/harness).
 	$(CURDIR)/target/debug/ferry-kafka -- $(CARGO) test -p ferry-tests --locked -- --test-threads=1 --nocapture
 
@@ -58,6 +59,12 @@ jepsen:
 	# Disks that lie, in a release build too (debug builds check more of openraft's invariants).
 	$(CARGO) build --release --workspace --bins --locked
 	FERRY_BIN_DIR=$(CURDIR)/target/release $(CURDIR)/target/release/ferry-jepsen --nemesis wipe,rollback --sink all --seed 1,2,3 --duration 40
+
+# The web console (console/, npm packages pinned by its package-lock.json), built into
+# crates/ferry-server/console/, which ferryd embeds and git keeps: cargo never runs npm. Run it
+# after changing console/; `make test` fails while the built files are older than the sources.
+console:
+	cd console && npm ci --no-audit --no-fund && npm run build
 
 clean:
 	$(CARGO) clean

@@ -175,6 +175,7 @@ pub async fn run(
                 enable: config.worker.topic_tracking_enable,
                 allow_reset: config.worker.topic_tracking_allow_reset,
             },
+            shutdown: shutdown.clone(),
         },
     );
     let rest_tasks: Vec<JoinHandle<std::io::Result<()>>> = rest_listeners

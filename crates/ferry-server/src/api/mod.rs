@@ -40,7 +40,7 @@ impl Api {
 
     async fn status_of(&self, name: &str) -> ApiResult<pb::ConnectorStatusInfo> {
         self.core
-            .read_connector(name, |s| self.statuses(s, name).remove(name))
+            .read_connector(name, |s| statuses(&self.core, s, name).remove(name))
             .await
     }
 
@@ -102,120 +102,118 @@ impl Api {
         let offsets = self.core.read(|s| convert::offsets(s, name)).await?;
         Ok(GrpcResponse::new(offsets))
     }
+}
 
-    fn statuses(
-        &self,
-        state: &ClusterState,
-        only: &str,
-    ) -> BTreeMap<String, pb::ConnectorStatusInfo> {
-        state
-            .connectors
-            .iter()
-            .filter(|(name, _)| only.is_empty() || name.as_str() == only)
-            .filter_map(|(name, c)| {
-                convert::status_info(
-                    state,
-                    name,
-                    self.core.kind_of(&c.config),
-                    convert::Door::Grpc,
-                )
+/// The status of every connector (or of `only`, if not empty), with Ferry's facts: generations,
+/// fenced commits, the target state.
+pub fn statuses(
+    core: &Core,
+    state: &ClusterState,
+    only: &str,
+) -> BTreeMap<String, pb::ConnectorStatusInfo> {
+    state
+        .connectors
+        .iter()
+        .filter(|(name, _)| only.is_empty() || name.as_str() == only)
+        .filter_map(|(name, c)| {
+            convert::status_info(state, name, core.kind_of(&c.config), convert::Door::Grpc)
                 .map(|s| (name.clone(), s))
-            })
-            .collect()
-    }
+        })
+        .collect()
+}
 
-    fn cluster_status(&self) -> pb::ClusterStatusResponse {
-        let meta = self.core.node();
-        let metrics = meta.raft().metrics().borrow().clone();
-        let membership = metrics.membership_config.membership();
-        let voters: Vec<u64> = membership.voter_ids().collect();
-        let replication = metrics.replication.clone().unwrap_or_default();
-        let role_of = |id: u64| -> String {
-            if Some(id) == metrics.current_leader {
-                "leader".into()
-            } else if !voters.contains(&id) {
-                "learner".into()
-            } else if id == metrics.id {
-                match metrics.state {
-                    ServerState::Candidate => "candidate".into(),
-                    _ => "follower".into(),
-                }
-            } else {
-                "follower".into()
+/// This node's view of the cluster: members, roles, leader, indexes.
+pub fn cluster_status(core: &Core) -> pb::ClusterStatusResponse {
+    let meta = core.node();
+    let metrics = meta.raft().metrics().borrow().clone();
+    let membership = metrics.membership_config.membership();
+    let voters: Vec<u64> = membership.voter_ids().collect();
+    let replication = metrics.replication.clone().unwrap_or_default();
+    let role_of = |id: u64| -> String {
+        if Some(id) == metrics.current_leader {
+            "leader".into()
+        } else if !voters.contains(&id) {
+            "learner".into()
+        } else if id == metrics.id {
+            match metrics.state {
+                ServerState::Candidate => "candidate".into(),
+                _ => "follower".into(),
             }
-        };
-        let formats = meta.reported_formats();
-        let rest_addrs: BTreeMap<u64, String> = meta
+        } else {
+            "follower".into()
+        }
+    };
+    let formats = meta.reported_formats();
+    let rest_addrs: BTreeMap<u64, String> = meta
+        .state()
+        .read()
+        .state
+        .workers
+        .iter()
+        .map(|(id, w)| (*id, w.rest_url.clone()))
+        .collect();
+    let members = membership
+        .nodes()
+        .map(|(id, node)| pb::Member {
+            id: *id,
+            api_addr: node.api_addr.clone(),
+            raft_addr: node.raft_addr.clone(),
+            role: if voters.contains(id) {
+                "voter"
+            } else {
+                "learner"
+            }
+            .into(),
+            raft_state: role_of(*id),
+            matched_index: replication.get(id).and_then(|m| m.map(|l| l.index)),
+            incarnation: node.incarnation.clone(),
+            acknowledged_index: meta.acknowledged(*id),
+            format: (metrics.current_leader == Some(metrics.id))
+                .then(|| formats.get(id).copied())
+                .flatten(),
+            rest_addr: rest_addrs.get(id).cloned().unwrap_or_default(),
+        })
+        .collect();
+    let leader_api_addr = metrics
+        .current_leader
+        .and_then(|l| membership.get_node(&l))
+        .map(|n| n.api_addr.clone())
+        .unwrap_or_default();
+    pb::ClusterStatusResponse {
+        cluster_id: meta
             .state()
             .read()
             .state
-            .workers
-            .iter()
-            .map(|(id, w)| (*id, w.rest_url.clone()))
-            .collect();
-        let members = membership
-            .nodes()
-            .map(|(id, node)| pb::Member {
-                id: *id,
-                api_addr: node.api_addr.clone(),
-                raft_addr: node.raft_addr.clone(),
-                role: if voters.contains(id) {
-                    "voter"
-                } else {
-                    "learner"
-                }
-                .into(),
-                raft_state: role_of(*id),
-                matched_index: replication.get(id).and_then(|m| m.map(|l| l.index)),
-                incarnation: node.incarnation.clone(),
-                acknowledged_index: meta.acknowledged(*id),
-                format: (metrics.current_leader == Some(metrics.id))
-                    .then(|| formats.get(id).copied())
-                    .flatten(),
-                rest_addr: rest_addrs.get(id).cloned().unwrap_or_default(),
-            })
-            .collect();
-        let leader_api_addr = metrics
-            .current_leader
-            .and_then(|l| membership.get_node(&l))
-            .map(|n| n.api_addr.clone())
-            .unwrap_or_default();
-        pb::ClusterStatusResponse {
-            cluster_id: meta
-                .state()
-                .read()
-                .state
-                .cluster_id
-                .clone()
-                .unwrap_or_default(),
-            node_id: metrics.id,
-            leader_id: metrics.current_leader,
-            leader_api_addr,
-            term: metrics.current_term,
-            committed_index: meta.committed_index(),
-            applied_index: metrics.last_applied.map(|l| l.index),
-            last_log_index: metrics.last_log_index,
-            snapshot_index: metrics.snapshot.map(|l| l.index),
-            purged_index: metrics.purged.map(|l| l.index),
-            state: format!("{:?}", metrics.state).to_lowercase(),
-            members,
-            target_voters: self.core.target_voters() as u32,
-            incarnation: meta.boot().incarnation.clone(),
-            removed: meta.removed(),
-            feature_level: meta.state().read().state.feature_level(),
-            format: ferry_meta::format::understood(),
-            not_voting: {
-                let standing = meta.standing();
-                if meta.removed() {
-                    "this node was removed from the cluster (ferry cluster add-node adds it again)"
-                        .to_string()
-                } else if standing.may_vote() {
-                    String::new()
-                } else {
-                    standing.reason(&meta.boot().incarnation)
-                }
-            },
-        }
+            .cluster_id
+            .clone()
+            .unwrap_or_default(),
+        node_id: metrics.id,
+        leader_id: metrics.current_leader,
+        leader_api_addr,
+        term: metrics.current_term,
+        committed_index: meta.committed_index(),
+        applied_index: metrics.last_applied.map(|l| l.index),
+        last_log_index: metrics.last_log_index,
+        snapshot_index: metrics.snapshot.map(|l| l.index),
+        purged_index: metrics.purged.map(|l| l.index),
+        state: format!("{:?}", metrics.state).to_lowercase(),
+        members,
+        target_voters: core.target_voters() as u32,
+        incarnation: meta.boot().incarnation.clone(),
+        removed: meta.removed(),
+        feature_level: meta.state().read().state.feature_level(),
+        format: ferry_meta::format::understood(),
+        not_voting: {
+            let standing = meta.standing();
+            if meta.removed() {
+                "this node was removed from the cluster (ferry cluster add-node adds it again)"
+                    .to_string()
+            } else if standing.may_vote() {
+                String::new()
+            } else {
+                standing.reason(&meta.boot().incarnation)
+            }
+        },
     }
 }
 
@@ -410,7 +408,7 @@ impl Management for Api {
                 let (index, current) = {
                     let guard = api.core.node().state().read();
                     let index = guard.last_applied.map_or(0, |l| l.index);
-                    (index, api.statuses(&guard.state, &only))
+                    (index, statuses(&api.core, &guard.state, &only))
                 };
                 let mut events = Vec::new();
                 for (name, status) in &current {
@@ -473,7 +471,7 @@ impl Management for Api {
         &self,
         _req: GrpcRequest<pb::Empty>,
     ) -> Reply<pb::ClusterStatusResponse> {
-        Ok(GrpcResponse::new(self.cluster_status()))
+        Ok(GrpcResponse::new(cluster_status(&self.core)))
     }
 
     async fn node_metrics(&self, _req: GrpcRequest<pb::Empty>) -> Reply<pb::NodeMetricsResponse> {
@@ -496,7 +494,7 @@ impl Management for Api {
         self.core
             .add_node(req.id, &req.api_addr, &req.raft_addr)
             .await?;
-        Ok(GrpcResponse::new(self.cluster_status()))
+        Ok(GrpcResponse::new(cluster_status(&self.core)))
     }
 
     async fn backup(&self, _req: GrpcRequest<pb::Empty>) -> Reply<pb::BackupResponse> {
@@ -525,6 +523,6 @@ impl Management for Api {
         req: GrpcRequest<pb::RemoveNodeRequest>,
     ) -> Reply<pb::ClusterStatusResponse> {
         self.core.remove_node(req.into_inner().id).await?;
-        Ok(GrpcResponse::new(self.cluster_status()))
+        Ok(GrpcResponse::new(cluster_status(&self.core)))
     }
 }

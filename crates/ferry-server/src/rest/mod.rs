@@ -4,8 +4,10 @@
 //! their retries, reads are linearizable, secrets stay hidden).
 
 mod connectors;
+mod console;
 pub mod entities;
 pub mod error;
+mod ferry;
 mod loggers;
 mod plugins;
 
@@ -14,8 +16,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::body::Bytes;
-use axum::extract::State;
-use axum::http::{header, HeaderMap, StatusCode};
+use axum::extract::{Request, State};
+use axum::http::{header, HeaderMap, Method, StatusCode};
+use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{Json, Router};
@@ -41,6 +44,10 @@ pub struct Rest {
     kafka_cluster_id: Arc<OnceCell<Option<String>>>,
     /// What this node's worker counts (`GET /metrics`).
     metrics: Arc<WorkerMetrics>,
+    /// Channels to the other nodes, for their metrics.
+    peers: ferry::PeerChannels,
+    /// Turns true when the node stops: open event streams end.
+    shutdown: watch::Receiver<bool>,
 }
 
 /// Where `/admin/*` (the log levels) is served: Kafka Connect's `admin.listeners`.
@@ -71,6 +78,8 @@ pub struct Options {
     pub cors: Option<CorsLayer>,
     /// Topic tracking.
     pub topic_tracking: TopicTracking,
+    /// The node's stop signal.
+    pub shutdown: watch::Receiver<bool>,
 }
 
 /// The routers of a node's REST listeners.
@@ -93,6 +102,7 @@ pub fn routers(
         admin,
         cors,
         topic_tracking,
+        shutdown,
     } = options;
     let rest = Rest {
         core,
@@ -100,13 +110,17 @@ pub fn routers(
         topic_tracking,
         kafka_cluster_id: Arc::new(OnceCell::new()),
         metrics,
+        peers: ferry::PeerChannels::default(),
+        shutdown,
     };
     let mut main = Router::new()
         .route("/", get(root))
         .route("/health", get(health))
         .route("/metrics", get(prometheus_metrics))
         .merge(plugins::routes())
-        .merge(connectors::routes());
+        .merge(connectors::routes())
+        .merge(ferry::routes())
+        .merge(console::routes());
     if admin == AdminOn::Main {
         main = main.merge(loggers::routes());
     }
@@ -119,6 +133,7 @@ pub fn routers(
                     "HTTP 405 Method Not Allowed",
                 )
             })
+            .layer(middleware::from_fn(browser_writes_are_json))
             .with_state(rest.clone());
         match &cors {
             Some(cors) => router.layer(cors.clone()),
@@ -218,10 +233,7 @@ async fn prometheus_metrics(State(rest): State<Rest>) -> Response {
         return RestError::not_found(METRICS_OFF).into_response();
     }
     (
-        [(
-            header::CONTENT_TYPE,
-            "application/openmetrics-text; version=1.0.0; charset=utf-8",
-        )],
+        [(header::CONTENT_TYPE, ferry::OPENMETRICS)],
         rest.metrics.render(),
     )
         .into_response()
@@ -258,21 +270,47 @@ async fn health(State(rest): State<Rest>) -> Response {
     (code, Json(body)).into_response()
 }
 
-/// A request's JSON body: 415 for another media type, 500 for what does not parse (as Kafka
-/// Connect's JSON binding answers).
-fn json_body(headers: &HeaderMap, body: &Bytes) -> RestResult<Value> {
-    if let Some(media) = headers.get(header::CONTENT_TYPE) {
-        let json = media.to_str().is_ok_and(|m| {
+/// A write from a browser must say it is JSON. Browsers send `Origin` with every write; a page
+/// of another site can send `Content-Type: application/json` only after a CORS preflight, which
+/// Ferry lets pass only for the origins `access_control_allow_origin` names — so a form post or a
+/// `no-cors` fetch from another site (cross-site request forgery) is refused here (415), before it
+/// pauses or restarts anything. Clients that are not browsers (curl, Kafka Connect's tools) send
+/// no `Origin` and are not affected.
+async fn browser_writes_are_json(request: Request, next: Next) -> Response {
+    let write = !matches!(
+        *request.method(),
+        Method::GET | Method::HEAD | Method::OPTIONS
+    );
+    if write && request.headers().contains_key(header::ORIGIN) && !is_json(request.headers()) {
+        return RestError::new(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "A request with an Origin (from a browser) that changes something must have \
+             Content-Type: application/json",
+        )
+        .into_response();
+    }
+    next.run(request).await
+}
+
+/// The request says its body is JSON.
+fn is_json(headers: &HeaderMap) -> bool {
+    headers.get(header::CONTENT_TYPE).is_some_and(|media| {
+        media.to_str().is_ok_and(|m| {
             m.trim()
                 .to_ascii_lowercase()
                 .starts_with("application/json")
-        });
-        if !json {
-            return Err(RestError::new(
-                StatusCode::UNSUPPORTED_MEDIA_TYPE,
-                "HTTP 415 Unsupported Media Type",
-            ));
-        }
+        })
+    })
+}
+
+/// A request's JSON body: 415 for another media type, 500 for what does not parse (as Kafka
+/// Connect's JSON binding answers).
+fn json_body(headers: &HeaderMap, body: &Bytes) -> RestResult<Value> {
+    if headers.contains_key(header::CONTENT_TYPE) && !is_json(headers) {
+        return Err(RestError::new(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "HTTP 415 Unsupported Media Type",
+        ));
     }
     serde_json::from_slice(body)
         .map_err(|e| RestError::internal(format!("Cannot deserialize the request body: {e}")))

@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# Install Debian's Chromium if it is missing: the headless browser the web console's test
+# drives with Playwright (tests/console.rs; Playwright downloads no browser of its own).
+set -euo pipefail
+if [ -x /usr/lib/chromium/chromium ] || command -v chromium >/dev/null; then exit 0; fi
+start=$(date +%s)
+export DEBIAN_FRONTEND=noninteractive
+apt-get install -y --no-install-recommends chromium >/dev/null 2>&1 \
+  || { apt-get update >/dev/null && apt-get install -y --no-install-recommends chromium >/dev/null; }
+echo "installed Chromium in $(( $(date +%s) - start )) s"

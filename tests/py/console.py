@@ -1,0 +1,106 @@
+"""Drives Ferry's web console in headless Chromium (Debian's) with Playwright, as a person would:
+the console of one node must list the cluster's nodes with the leader, the connector and its
+tasks RUNNING with the records it dead-lettered; a task's state must change on screen after the
+CLI pauses the connector (the command given), and the console's own Resume and Pause buttons
+must work. Saves a screenshot of the page. Every wait is on what the page shows (Playwright's
+expect), bounded by --timeout. Exits non-zero, saying what was not seen, on any failure.
+"""
+
+import argparse
+import json
+import re
+import subprocess
+import sys
+
+from playwright.sync_api import expect, sync_playwright
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--url", required=True, help="the console, http://host:port/ui/")
+    p.add_argument("--browser", required=True, help="Chromium's executable")
+    p.add_argument("--connector", required=True)
+    p.add_argument("--tasks", type=int, required=True)
+    p.add_argument("--nodes", type=int, required=True)
+    p.add_argument("--leader", type=int, required=True)
+    p.add_argument("--dead-lettered", type=int, required=True)
+    p.add_argument("--pause", required=True, help="the command that pauses it, a JSON array")
+    p.add_argument("--screenshot", required=True)
+    p.add_argument("--timeout", type=float, default=30.0, help="seconds per wait")
+    args = p.parse_args()
+    expect.set_options(timeout=args.timeout * 1000)
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(
+            executable_path=args.browser, args=["--no-sandbox", "--disable-gpu"]
+        )
+        page = browser.new_page(viewport={"width": 1280, "height": 900})
+        problems = []
+        page.on("pageerror", lambda e: problems.append(f"page error: {e}"))
+        page.on(
+            "console",
+            lambda m: problems.append(f"console {m.type}: {m.text}") if m.type == "error" else None,
+        )
+        page.goto(args.url)
+
+        # The cluster: every node, the leader marked, every node's metrics read.
+        nodes = page.locator("#nodes tbody tr")
+        expect(nodes).to_have_count(args.nodes)
+        expect(page.locator("#nodes tbody tr.leader")).to_have_attribute(
+            "data-node", str(args.leader)
+        )
+        expect(page.locator("#nodes .health .good")).to_have_count(args.nodes)
+        expect(page.locator("#live")).to_have_attribute("data-live", "live")
+        say("the cluster shows: %d nodes, leader %d, live" % (args.nodes, args.leader))
+
+        card = page.locator(f'[data-connector="{args.connector}"]')
+        expect(card).to_be_visible()
+        states = [
+            page.locator(f'[data-task="{args.connector}/{t}"] .state') for t in range(args.tasks)
+        ]
+        for state in states:
+            expect(state).to_have_text("RUNNING")
+        expect(card.locator('[data-fact="dead-lettered"]')).to_have_text(
+            str(args.dead_lettered)
+        )
+        say(
+            "%s shows %d RUNNING tasks, %d dead-lettered"
+            % (args.connector, args.tasks, args.dead_lettered)
+        )
+
+        # Paused from outside the console: the page follows.
+        pause = json.loads(args.pause)
+        done = subprocess.run(pause, capture_output=True, text=True)
+        if done.returncode != 0:
+            sys.exit(f"{pause} failed: {done.stdout}{done.stderr}")
+        for state in states:
+            expect(state).to_have_text("PAUSED")
+        expect(card.locator(".head .state")).to_have_text("PAUSED")
+        say("after the CLI paused it, the page shows every task PAUSED")
+
+        # The console's own buttons.
+        card.locator('button[data-action="resume"]').click()
+        for state in states:
+            expect(state).to_have_text("RUNNING")
+        say("the Resume button made every task RUNNING")
+        card.locator('button[data-action="pause"]').click()
+        for state in states:
+            expect(state).to_have_text("PAUSED")
+        expect(card.locator('button[data-action="pause"]')).to_be_disabled()
+        say("the Pause button made every task PAUSED")
+
+        # Two reads of every node's metrics make a rate: the chart has its first point.
+        expect(card.locator('[data-fact="rate"]')).to_have_text(re.compile(r"^[0-9]"))
+        page.screenshot(path=args.screenshot, full_page=True)
+        say("screenshot: " + args.screenshot)
+        browser.close()
+        if problems:
+            sys.exit("the page reported errors:\n" + "\n".join(problems))
+
+
+def say(text):
+    print("console: " + text, flush=True)
+
+
+if __name__ == "__main__":
+    main()
