@@ -13,8 +13,8 @@ lint:
 	$(CARGO) fmt --all --check
 	$(CARGO) clippy --workspace --all-targets --locked -- -D warnings
 
-# Unit tests (pure state machine, storage suite, config, validation), then the end-to-end tests
-# that start real ferryd processes, one cluster at a time.
+# Unit tests (pure state machine, storage suite, config, validation, the console's parsing), then
+# the end-to-end tests that start real ferryd processes, one cluster at a time.
 test: lint build unit e2e
 
 # A one-off build (CI's fresh clone) gains nothing from incremental state but its disk use.
@@ -22,6 +22,8 @@ test: export CARGO_INCREMENTAL = 0
 
 unit:
 	$(CARGO) test --workspace --exclude ferry-tests --locked
+	# The web console's pure parts (node's own test runner: no npm packages needed).
+	node --test console/test/*.test.mjs
 
 e2e: build
 	./scripts/testbed/kafka.sh
