@@ -102,6 +102,7 @@ Try, in another shell:
   ferry connectors pause demo-sink; ferry connectors resume demo-sink
   ferry cluster status
   curl -s http://127.0.0.1:8081/connectors?expand=status   # Kafka Connect's REST API, on 8081-8083
+The web console: http://127.0.0.1:8081/ui/ (any node's).
 Ctrl-C stops the cluster and the broker.
 TXT
 wait
