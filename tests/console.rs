@@ -35,7 +35,7 @@ fn artifact(name: &str) -> PathBuf {
     dir.join(name)
 }
 
-/// A FileStreamSink with three tasks (one per node) reads 60 records, 6 of them malformed and
+/// A FileStreamSink with three tasks (on two or three nodes) reads 60 records, 6 of them malformed and
 /// dead-lettered; the console of a follower shows the three nodes with the leader, the tasks
 /// RUNNING and the 6 dead-lettered records (summed over every node's metrics, which the node
 /// serving the console asks of the others); `ferry connectors pause` turns the tasks PAUSED on
@@ -69,12 +69,10 @@ fn the_console_shows_the_cluster_and_its_connectors_and_drives_them() {
         )
         .expect("the REST API answers");
     assert_eq!(created.status, 201, "{created:?}");
-    wait_for("three running tasks on three nodes", DRAINED, || {
+    wait_for("three running tasks", DRAINED, || {
         let status = cluster.rest(leader, "GET", "/connectors/console-sink/status", Body::None)?;
         let places = task_places(&status.body);
-        let nodes: std::collections::BTreeSet<&String> = places.iter().map(|(_, w)| w).collect();
-        let running = places.len() == 3 && places.iter().all(|(s, _)| s == "RUNNING");
-        (running && nodes.len() == 3).then_some(())
+        (places.len() == 3 && places.iter().all(|(s, _)| s == "RUNNING")).then_some(())
     });
     let producer: BaseProducer = ClientConfig::new()
         .set("bootstrap.servers", &kafka.bootstrap)

@@ -73,7 +73,7 @@ function notice(text, error = false) {
   p.className = error ? "error" : "";
 }
 
-// ---- reading: on events, after writes, and with every scrape
+// ---- reading: the connectors on events and after writes; the cluster also with every scrape
 
 let reading = null;
 let readAgain = false;
@@ -101,6 +101,16 @@ function refresh() {
     } while (readAgain);
     reading = null;
   })();
+}
+
+/** The cluster again (its indexes and replication move without an event). */
+async function readCluster() {
+  try {
+    view.cluster = await getJson("/ferry/cluster");
+    renderCluster();
+  } catch (e) {
+    notice(e.message, true);
+  }
 }
 
 async function scrape() {
@@ -382,7 +392,7 @@ function follow() {
 follow();
 refresh();
 const tick = async () => {
-  refresh();
+  await readCluster();
   await scrape();
   setTimeout(tick, SCRAPE_SECONDS * 1000);
 };
