@@ -285,7 +285,17 @@ function newCard(name) {
       width: 420,
       height: 130,
       legend: { live: false },
-      scales: { x: { time: true }, lag: { auto: true } },
+      scales: {
+        // Always the last WINDOW_SECONDS, however few points there are yet.
+        x: {
+          time: true,
+          range: () => {
+            const now = Date.now() / 1000;
+            return [now - WINDOW_SECONDS, now];
+          },
+        },
+        lag: { auto: true },
+      },
       axes: [{}, { label: "records/s", size: 56 }, { scale: "lag", side: 1, label: "lag", size: 56 }],
       series: [
         {},
@@ -361,10 +371,10 @@ function fillCard(card, status) {
   replace(card.tasks, ...rows);
 }
 
-/** A worker id (its REST address) with the node it is, if a member says so. */
+/** A worker id (its management address in Ferry's status) with the node it is. */
 function worker(id) {
   if (!id) return "–";
-  const member = view.cluster?.members.find((m) => m.rest_addr === id);
+  const member = view.cluster?.members.find((m) => m.api_addr === id || m.rest_addr === id);
   return member ? `node ${member.id} (${id})` : id;
 }
 

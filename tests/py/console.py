@@ -60,6 +60,10 @@ def main():
         ]
         for state in states:
             expect(state).to_have_text("RUNNING")
+        workers = card.locator(".tasks tbody .worker")
+        expect(workers).to_have_count(args.tasks)
+        for t in range(args.tasks):
+            expect(workers.nth(t)).to_have_text(re.compile(r"^node [0-9]+ \("))
         expect(card.locator('[data-fact="dead-lettered"]')).to_have_text(
             str(args.dead_lettered)
         )
