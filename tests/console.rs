@@ -11,9 +11,7 @@ use std::time::Duration;
 use ferry_tests::exposition::Exposition;
 use ferry_tests::pipeline::{json_workers, started, task_places};
 use ferry_tests::rest::{self, Body};
-use ferry_tests::{bin, python, say, send_waiting, wait_for, Kafka, Settings};
-use rdkafka::config::ClientConfig;
-use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
+use ferry_tests::{bin, produce_every_tenth_malformed, python, say, wait_for, Kafka, Settings};
 use serde_json::{json, Value};
 
 const DRAINED: Duration = Duration::from_secs(60);
@@ -74,23 +72,7 @@ fn the_console_shows_the_cluster_and_its_connectors_and_drives_them() {
         let places = task_places(&status.body);
         (places.len() == 3 && places.iter().all(|(s, _)| s == "RUNNING")).then_some(())
     });
-    let producer: BaseProducer = ClientConfig::new()
-        .set("bootstrap.servers", &kafka.bootstrap)
-        .create()
-        .expect("a producer");
-    for i in 0..RECORDS {
-        let value = match i % 10 {
-            0 => format!("malformed {i}"),
-            _ => format!(r#"{{"id":{i}}}"#),
-        };
-        let record = BaseRecord::<(), str>::to(TOPIC)
-            .partition((i % 3) as i32)
-            .payload(value.as_str());
-        send_waiting(&producer, record);
-    }
-    producer
-        .flush(Duration::from_secs(30))
-        .expect("every record produced");
+    let bad = produce_every_tenth_malformed(&kafka, TOPIC, 3, RECORDS);
 
     // What the console reads: the cluster, the connectors with Ferry's facts, any node's series.
     let view = cluster
@@ -139,7 +121,7 @@ fn the_console_shows_the_cluster_and_its_connectors_and_drives_them() {
                     )
                     .sum::<f64>();
             }
-            (sum == (RECORDS / 10) as f64).then_some(())
+            (sum == bad as f64).then_some(())
         },
     );
     let unknown = cluster
@@ -203,7 +185,7 @@ fn the_console_shows_the_cluster_and_its_connectors_and_drives_them() {
             "3",
         ])
         .args(["--leader", &leader.to_string()])
-        .args(["--dead-lettered", &(RECORDS / 10).to_string()])
+        .args(["--dead-lettered", &bad.to_string()])
         .arg("--pause")
         .arg(pause.to_string())
         .arg("--screenshot")

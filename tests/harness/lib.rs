@@ -1135,6 +1135,36 @@ pub fn send_waiting<K, P>(
     }
 }
 
+/// Produce `records` values to `topic`, record `i` to partition `i % partitions`: JSON objects
+/// (`{"id":i}`), but every tenth (`i % 10 == 0`) malformed text. Returns how many are
+/// malformed.
+pub fn produce_every_tenth_malformed(
+    kafka: &Kafka,
+    topic: &str,
+    partitions: usize,
+    records: usize,
+) -> usize {
+    use rdkafka::producer::Producer;
+    let producer: rdkafka::producer::BaseProducer = rdkafka::config::ClientConfig::new()
+        .set("bootstrap.servers", &kafka.bootstrap)
+        .create()
+        .expect("a producer");
+    for i in 0..records {
+        let value = match i % 10 {
+            0 => format!("malformed {i}"),
+            _ => format!(r#"{{"id":{i}}}"#),
+        };
+        let record = rdkafka::producer::BaseRecord::<(), str>::to(topic)
+            .partition((i % partitions) as i32)
+            .payload(value.as_str());
+        send_waiting(&producer, record);
+    }
+    producer
+        .flush(Duration::from_secs(30))
+        .expect("every record produced");
+    records.div_ceil(10)
+}
+
 /// Produce records with these values (any bytes) to `topic` with confluent-kafka.
 pub fn produce_bytes(kafka: &Kafka, topic: &str, values: &[&[u8]]) {
     let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("py/produce_hex.py");
