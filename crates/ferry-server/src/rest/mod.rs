@@ -75,7 +75,7 @@ pub struct Options {
     /// Where `/admin/*` is served.
     pub admin: AdminOn,
     /// CORS, if configured.
-    pub cors: Option<CorsLayer>,
+    pub cors: Option<Cors>,
     /// Topic tracking.
     pub topic_tracking: TopicTracking,
     /// The node's stop signal.
@@ -124,7 +124,9 @@ pub fn routers(
     if admin == AdminOn::Main {
         main = main.merge(loggers::routes());
     }
+    let trusted = cors.as_ref().map(|c| c.trusted.clone());
     let finish = |router: Router<Rest>| {
+        let trusted = trusted.clone();
         let router = router
             .fallback(|| async { RestError::not_found("HTTP 404 Not Found") })
             .method_not_allowed_fallback(|| async {
@@ -133,10 +135,13 @@ pub fn routers(
                     "HTTP 405 Method Not Allowed",
                 )
             })
-            .layer(middleware::from_fn(browser_writes_are_json))
+            .layer(middleware::from_fn(move |request: Request, next: Next| {
+                let trusted = trusted.clone();
+                async move { browser_writes_are_json(trusted.as_ref(), request, next).await }
+            }))
             .with_state(rest.clone());
         match &cors {
-            Some(cors) => router.layer(cors.clone()),
+            Some(cors) => router.layer(cors.layer.clone()),
             None => router,
         }
     };
@@ -146,16 +151,41 @@ pub fn routers(
     }
 }
 
+/// The origins CORS lets in.
+#[derive(Clone, Debug)]
+pub enum Trusted {
+    /// Any (`*`).
+    Any,
+    /// These.
+    Only(Vec<header::HeaderValue>),
+}
+
+impl Trusted {
+    fn admits(&self, origin: &header::HeaderValue) -> bool {
+        match self {
+            Trusted::Any => true,
+            Trusted::Only(origins) => origins.contains(origin),
+        }
+    }
+}
+
+/// CORS as configured: the layer, and the origins it lets in.
+#[derive(Clone)]
+pub struct Cors {
+    layer: CorsLayer,
+    trusted: Trusted,
+}
+
 /// Kafka Connect's CORS (`access.control.allow.origin`, `.methods`): `*` lets any origin in
 /// (echoed, as Kafka Connect's Jetty filter does), else the origins listed; methods default to
 /// `GET,POST,HEAD`. `None` when no origin is allowed; the error names what does not parse.
-pub fn cors(origin: Option<&str>, methods: Option<&str>) -> Result<Option<CorsLayer>, String> {
+pub fn cors(origin: Option<&str>, methods: Option<&str>) -> Result<Option<Cors>, String> {
     let origins = ferry_connect::config::split_list(origin.unwrap_or(""));
     if origins.is_empty() {
         return Ok(None);
     }
-    let allow_origin = if origins.iter().any(|o| o == "*") {
-        AllowOrigin::mirror_request()
+    let trusted = if origins.iter().any(|o| o == "*") {
+        Trusted::Any
     } else {
         let values = origins
             .iter()
@@ -164,7 +194,11 @@ pub fn cors(origin: Option<&str>, methods: Option<&str>) -> Result<Option<CorsLa
                     .map_err(|_| format!("rest.access_control_allow_origin: {o:?}"))
             })
             .collect::<Result<Vec<_>, _>>()?;
-        AllowOrigin::list(values)
+        Trusted::Only(values)
+    };
+    let allow_origin = match &trusted {
+        Trusted::Any => AllowOrigin::mirror_request(),
+        Trusted::Only(values) => AllowOrigin::list(values.clone()),
     };
     let methods = ferry_connect::config::split_list(methods.unwrap_or("GET,POST,HEAD"))
         .iter()
@@ -174,19 +208,18 @@ pub fn cors(origin: Option<&str>, methods: Option<&str>) -> Result<Option<CorsLa
                 .map_err(|_| format!("rest.access_control_allow_methods: {m:?}"))
         })
         .collect::<Result<Vec<_>, _>>()?;
-    Ok(Some(
-        CorsLayer::new()
-            .allow_origin(allow_origin)
-            .allow_methods(methods)
-            .allow_headers([
-                header::HeaderName::from_static("x-requested-with"),
-                header::CONTENT_TYPE,
-                header::ACCEPT,
-                header::ORIGIN,
-            ])
-            .allow_credentials(true)
-            .max_age(Duration::from_secs(1800)),
-    ))
+    let layer = CorsLayer::new()
+        .allow_origin(allow_origin)
+        .allow_methods(methods)
+        .allow_headers([
+            header::HeaderName::from_static("x-requested-with"),
+            header::CONTENT_TYPE,
+            header::ACCEPT,
+            header::ORIGIN,
+        ])
+        .allow_credentials(true)
+        .max_age(Duration::from_secs(1800));
+    Ok(Some(Cors { layer, trusted }))
 }
 
 /// Serve `router` on `listener` until `shutdown` turns true.
@@ -270,18 +303,27 @@ async fn health(State(rest): State<Rest>) -> Response {
     (code, Json(body)).into_response()
 }
 
-/// A write from a browser must say it is JSON. Browsers send `Origin` with every write; a page
-/// of another site can send `Content-Type: application/json` only after a CORS preflight, which
-/// Ferry lets pass only for the origins `access_control_allow_origin` names — so a form post or a
-/// `no-cors` fetch from another site (cross-site request forgery) is refused here (415), before it
-/// pauses or restarts anything. Clients that are not browsers (curl, Kafka Connect's tools) send
-/// no `Origin` and are not affected.
-async fn browser_writes_are_json(request: Request, next: Next) -> Response {
+/// A write from a browser must say it is JSON, unless its origin is one CORS lets in. Browsers
+/// send `Origin` with every write; a page of another site can send `Content-Type:
+/// application/json` only after a CORS preflight, which Ferry lets pass only for the origins
+/// `access_control_allow_origin` names — so a form post or a `no-cors` fetch from another site
+/// (cross-site request forgery) is refused here (415), before it pauses or restarts anything.
+/// Clients that are not browsers (curl, Kafka Connect's tools) send no `Origin`, and pages of
+/// the origins CORS admits are trusted as Kafka Connect trusts them: neither is affected.
+async fn browser_writes_are_json(
+    trusted: Option<&Trusted>,
+    request: Request,
+    next: Next,
+) -> Response {
     let write = !matches!(
         *request.method(),
         Method::GET | Method::HEAD | Method::OPTIONS
     );
-    if write && request.headers().contains_key(header::ORIGIN) && !is_json(request.headers()) {
+    let untrusted = request
+        .headers()
+        .get(header::ORIGIN)
+        .is_some_and(|origin| !trusted.is_some_and(|t| t.admits(origin)));
+    if write && untrusted && !is_json(request.headers()) {
         return RestError::new(
             StatusCode::UNSUPPORTED_MEDIA_TYPE,
             "A request with an Origin (from a browser) that changes something must have \
