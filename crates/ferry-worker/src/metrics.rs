@@ -181,7 +181,9 @@ pub struct Starts {
     attempts: Total,
     successes: Total,
     failures: Total,
-    /// Successes and failures as fractions of the attempts.
+    /// The outcomes (1 a success, 0 a failure) of the sample window.
+    outcomes: Windowed,
+    /// Successes and failures as fractions of the window's outcomes, set at each scrape.
     success_ratio: Real,
     failure_ratio: Real,
 }
@@ -211,12 +213,16 @@ impl Starts {
         );
         registry.register(
             name("success_percentage"),
-            format!("The fraction of this worker's {kind} starts that succeeded."),
+            format!(
+                "The fraction of this worker's {kind} starts in the sample window that succeeded."
+            ),
             self.success_ratio.clone(),
         );
         registry.register(
             name("failure_percentage"),
-            format!("The fraction of this worker's {kind} starts that failed."),
+            format!(
+                "The fraction of this worker's {kind} starts in the sample window that failed."
+            ),
             self.failure_ratio.clone(),
         );
     }
@@ -224,19 +230,21 @@ impl Starts {
     /// A unit starting: its outcome is counted once, at its first report.
     pub fn attempt(&self) -> Startup {
         self.attempts.inc();
-        self.update_ratios();
         Startup {
             starts: Some(self.clone()),
             decided: Default::default(),
         }
     }
 
-    fn update_ratios(&self) {
-        let attempts = self.attempts.get().max(1) as f64;
-        self.success_ratio
-            .set(self.successes.get() as f64 / attempts);
-        self.failure_ratio
-            .set(self.failures.get() as f64 / attempts);
+    /// The success and failure percentages as of `now`: the frequencies of the outcomes of
+    /// the sample window, as Kafka Connect's (0 when there were none).
+    fn measure(&self, now: Instant) {
+        let Some(window) = &self.outcomes.0 else {
+            return;
+        };
+        let window = lock(window);
+        self.success_ratio.set(window.frequency(now, true));
+        self.failure_ratio.set(window.frequency(now, false));
     }
 }
 
@@ -253,14 +261,14 @@ impl Startup {
         let Some(starts) = &self.starts else {
             return;
         };
-        let outcome = match state {
-            RunState::Running | RunState::Paused | RunState::Stopped => &starts.successes,
-            RunState::Failed => &starts.failures,
+        let (outcome, value) = match state {
+            RunState::Running | RunState::Paused | RunState::Stopped => (&starts.successes, 1.0),
+            RunState::Failed => (&starts.failures, 0.0),
             RunState::Unassigned | RunState::Restarting => return,
         };
         if !self.decided.swap(true, std::sync::atomic::Ordering::AcqRel) {
             outcome.inc();
-            starts.update_ratios();
+            starts.outcomes.record(value);
         }
     }
 }
@@ -469,6 +477,9 @@ impl WorkerMetrics {
 
     /// Every series, in Prometheus' text format.
     pub fn render(&self) -> String {
+        let now = Instant::now();
+        self.connector_starts.measure(now);
+        self.task_starts.measure(now);
         let mut text = String::new();
         // Writing to a String cannot fail.
         let _ = prometheus_client::encoding::text::encode(&mut text, &self.registry);
@@ -877,8 +888,10 @@ enum View {
     Rate,
     Avg,
     Max,
-    /// One minus the average: the failures of a measure of outcomes.
-    Rest,
+    /// Of a measure of outcomes (1 a success, 0 a failure): the fraction that succeeded.
+    Successes,
+    /// The fraction that failed.
+    Failures,
 }
 
 /// Kafka Connect's windowed attributes of sink and source tasks: name, meaning, the measure
@@ -960,13 +973,13 @@ const WINDOWED: &[(&str, &str, Measure, View)] = &[
         "kafka_connect_connector_task_offset_commit_success_percentage",
         "The fraction of the task's offset commits that succeeded (0 to 1).",
         |w| &w.commit_outcome,
-        View::Avg,
+        View::Successes,
     ),
     (
         "kafka_connect_connector_task_offset_commit_failure_percentage",
         "The fraction of the task's offset commits that failed (0 to 1).",
         |w| &w.commit_outcome,
-        View::Rest,
+        View::Failures,
     ),
     (
         "kafka_connect_sink_task_offset_commit_completion_rate",
@@ -1046,7 +1059,8 @@ impl Collector for WindowSeries {
                     View::Rate => window.rate(now),
                     View::Avg => window.avg(now),
                     View::Max => window.max(now),
-                    View::Rest => 1.0 - window.avg(now),
+                    View::Successes => window.frequency(now, true),
+                    View::Failures => window.frequency(now, false),
                 };
                 family.get_or_create(labels).set(value);
             }
@@ -1238,10 +1252,7 @@ mod tests {
             .lines()
             .find_map(|l| l.strip_prefix("kafka_connect_worker_task_startup_failure_percentage "))
             .and_then(|v| v.parse::<f64>().ok());
-        assert!(
-            ratio.is_some_and(|r| (r - 1.0 / 3.0).abs() < 1e-9),
-            "{text}"
-        );
+        assert!(ratio.is_some_and(|r| (r - 0.5).abs() < 1e-9), "{text}");
     }
 
     #[derive(Debug)]

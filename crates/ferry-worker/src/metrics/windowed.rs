@@ -3,7 +3,7 @@
 //! of which the last [`SAMPLES`] (its `metrics.num.samples`) are measured; an older sample is
 //! forgotten. A rate divides what the samples hold by the time they span — at least all but
 //! one full window, so that a rate measured just after a start is not inflated. An average or a
-//! maximum of no values is NaN, as Kafka Connect's.
+//! maximum of no values is NaN, as Kafka Connect's; so is a frequency of outcomes 0.
 
 use std::time::{Duration, Instant};
 
@@ -101,6 +101,24 @@ impl Window {
         }
     }
 
+    /// Of outcomes recorded as 1 (yes) or 0 (no): the fraction that were `yes` (or, `false`, that
+    /// were not), as Kafka Connect's `Frequencies` measure its `-percentage` attributes — 0 when
+    /// the samples hold none.
+    pub fn frequency(&self, now: Instant, yes: bool) -> f64 {
+        let (count, sum) = self
+            .live(now)
+            .fold((0, 0.0), |(c, s), x| (c + x.count, s + x.sum));
+        if count == 0 {
+            return 0.0;
+        }
+        let yes_share = sum / count as f64;
+        if yes {
+            yes_share
+        } else {
+            1.0 - yes_share
+        }
+    }
+
     /// The largest value the samples hold.
     pub fn max(&self, now: Instant) -> f64 {
         self.live(now)
@@ -114,6 +132,26 @@ impl Window {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn frequencies_of_outcomes_are_of_the_window_and_zero_without_any() {
+        let t0 = Instant::now();
+        let mut w = Window::new(t0);
+        assert_eq!((w.frequency(t0, true), w.frequency(t0, false)), (0.0, 0.0));
+        for outcome in [1.0, 1.0, 1.0, 0.0] {
+            w.record(outcome, t0);
+        }
+        assert_eq!(
+            (w.frequency(t0, true), w.frequency(t0, false)),
+            (0.75, 0.25)
+        );
+        // Two windows later the outcomes are forgotten.
+        let later = t0 + SAMPLE_WINDOW * SAMPLES as u32;
+        assert_eq!(
+            (w.frequency(later, true), w.frequency(later, false)),
+            (0.0, 0.0)
+        );
+    }
 
     #[test]
     fn a_rate_spans_at_least_a_window_and_old_samples_are_forgotten() {
