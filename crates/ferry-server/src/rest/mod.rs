@@ -1,7 +1,8 @@
 //! Kafka Connect's REST API, served by every node (axum): an adapter of the management core,
 //! as the gRPC service is — paths, status codes, JSON shapes and error bodies are Kafka
 //! Connect's; the rules are the core's (writes reach the leader with one request id across
-//! their retries, reads are linearizable, secrets stay hidden).
+//! their retries, reads are linearizable, secrets stay hidden). Beside it: `GET /metrics`,
+//! Ferry's extensions under `/ferry/` and the web console under `/ui/`.
 
 mod connectors;
 mod console;
