@@ -111,6 +111,11 @@ fn non_ephemeral_ports() -> (u16, u16) {
     }
 }
 
+/// Wait until `child` exits, at most `timeout`: its status, or `None` if it still runs.
+pub fn exited_within(child: &mut Child, timeout: Duration) -> Option<std::process::ExitStatus> {
+    try_wait_for(timeout, || child.try_wait().ok().flatten())
+}
+
 /// Wait until `check` returns `Some`, or fail after `timeout` with `what`.
 pub fn wait_for<T>(what: &str, timeout: Duration, check: impl FnMut() -> Option<T>) -> T {
     try_wait_for(timeout, check)
@@ -461,18 +466,10 @@ impl Cluster {
     pub fn wait_exit(&mut self, id: u64, timeout: Duration) -> Option<i32> {
         let node = self.nodes.get_mut(&id).expect("unknown node");
         let child = node.child.as_mut().expect("the node is not running");
-        let started = Instant::now();
-        loop {
-            if let Some(status) = child.try_wait().expect("cannot wait for ferryd") {
-                node.child = None;
-                return status.code();
-            }
-            assert!(
-                started.elapsed() < timeout,
-                "node {id} still runs after {timeout:?}"
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
+        let status = exited_within(child, timeout)
+            .unwrap_or_else(|| panic!("node {id} still runs after {timeout:?}"));
+        node.child = None;
+        status.code()
     }
 
     /// Write a node's cluster.toml again from the settings (which a test may have changed);
@@ -548,18 +545,16 @@ impl Cluster {
         let node = self.nodes.get_mut(&id).expect("unknown node");
         let mut child = node.child.take()?;
         let _ = kill(Pid::from_raw(child.id() as i32), Signal::SIGTERM);
-        let started = Instant::now();
-        loop {
-            if let Ok(Some(status)) = child.try_wait() {
+        match exited_within(&mut child, Duration::from_secs(20)) {
+            Some(status) => {
                 say(format!("stopped node {id}: {status}"));
-                return status.code();
+                status.code()
             }
-            if started.elapsed() > Duration::from_secs(20) {
+            None => {
                 let _ = child.kill();
                 let _ = child.wait();
                 panic!("node {id} did not stop within 20 s of SIGTERM");
             }
-            std::thread::sleep(Duration::from_millis(20));
         }
     }
 
@@ -901,22 +896,16 @@ impl Cluster {
             .stderr(Stdio::piped())
             .spawn()
             .context("cannot start ferryd")?;
-        let started = Instant::now();
-        loop {
-            if child.try_wait()?.is_some() {
-                let output = child.wait_with_output()?;
-                return Ok((
-                    output.status.code(),
-                    String::from_utf8_lossy(&output.stderr).into_owned(),
-                ));
-            }
-            if started.elapsed() > timeout {
-                let _ = child.kill();
-                let _ = child.wait();
-                bail!("ferryd did not exit within {timeout:?}");
-            }
-            std::thread::sleep(Duration::from_millis(20));
+        if exited_within(&mut child, timeout).is_none() {
+            let _ = child.kill();
+            let _ = child.wait();
+            bail!("ferryd did not exit within {timeout:?}");
         }
+        let output = child.wait_with_output()?;
+        Ok((
+            output.status.code(),
+            String::from_utf8_lossy(&output.stderr).into_owned(),
+        ))
     }
 }
 

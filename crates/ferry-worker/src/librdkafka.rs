@@ -1,9 +1,9 @@
-//! The librdkafka calls a worker's shared consumer needs and rdkafka does not wrap — Ferry's
-//! only `unsafe` code: forwarding a partition's queue into another's, so that a task reads all
-//! its partitions from one queue of the shared consumer, and taking the messages ready on that
-//! queue in one call (`rd_kafka_consume_batch_queue`: one clock read and one poll bookkeeping
-//! per batch, where a poll per message did both per message). Every librdkafka object made here
-//! is owned by a guard that destroys it.
+//! The librdkafka calls a worker's shared consumer needs and rdkafka does not wrap — the
+//! worker's only `unsafe` code: forwarding a partition's queue into another's, so that a task
+//! reads all its partitions from one queue of the shared consumer, and taking the messages
+//! ready on that queue in one call (`rd_kafka_consume_batch_queue`: one clock read and one poll
+//! bookkeeping per batch, where a poll per message did both per message). Every librdkafka
+//! object made here is owned by a guard that destroys it.
 
 use std::ffi::{CStr, CString};
 use std::marker::PhantomData;
