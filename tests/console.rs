@@ -37,7 +37,8 @@ fn artifact(name: &str) -> PathBuf {
 /// dead-lettered; the console of a follower shows the three nodes with the leader, the tasks
 /// RUNNING and the 6 dead-lettered records (summed over every node's metrics, which the node
 /// serving the console asks of the others); `ferry connectors pause` turns the tasks PAUSED on
-/// screen; the console's Resume and Pause buttons work. Before it, the REST API's Ferry
+/// screen; the console's Resume, Restart (every task a later generation), Stop and Pause buttons
+/// work; a node killed shows as not answering. Before it, the REST API's Ferry
 /// extensions are checked, and a browser's write that is not JSON is refused.
 #[test]
 fn the_console_shows_the_cluster_and_its_connectors_and_drives_them() {
@@ -168,7 +169,16 @@ fn the_console_shows_the_cluster_and_its_connectors_and_drives_them() {
         "console-sink"
     ]);
     let screenshot = artifact("console.png");
-    let _ = std::fs::remove_file(&screenshot);
+    let screenshot_down = artifact("console-node-down.png");
+    for file in [&screenshot, &screenshot_down] {
+        let _ = std::fs::remove_file(file);
+    }
+    // The follower that does not serve the console: killed at the end.
+    let victim = (1..=3)
+        .find(|id| *id != leader && *id != follower)
+        .expect("a third node");
+    let pid = cluster.node(victim).pid().expect("the node runs");
+    let kill = json!(["kill", "-9", pid.to_string()]);
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("py/console.py");
     let mut driver = Command::new(python())
         .arg(&script)
@@ -190,6 +200,11 @@ fn the_console_shows_the_cluster_and_its_connectors_and_drives_them() {
         .arg(pause.to_string())
         .arg("--screenshot")
         .arg(&screenshot)
+        .arg("--kill")
+        .arg(kill.to_string())
+        .args(["--killed", &victim.to_string()])
+        .arg("--screenshot-down")
+        .arg(&screenshot_down)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -209,12 +224,11 @@ fn the_console_shows_the_cluster_and_its_connectors_and_drives_them() {
         .rest(leader, "GET", "/connectors/console-sink/status", Body::None)
         .expect("status");
     assert_eq!(status.body["connector"]["state"], "PAUSED", "{status:?}");
-    let png = std::fs::read(&screenshot).expect("the screenshot");
-    assert!(png.starts_with(b"\x89PNG"), "a PNG screenshot");
-    say(format!(
-        "the console's screenshot: {}",
-        screenshot.display()
-    ));
+    for file in [&screenshot, &screenshot_down] {
+        let png = std::fs::read(file).expect("the screenshot");
+        assert!(png.starts_with(b"\x89PNG"), "a PNG screenshot");
+        say(format!("the console's screenshot: {}", file.display()));
+    }
 }
 
 /// A console open on a node (its `/ui/events` stream) ends when the node stops, cleanly and

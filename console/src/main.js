@@ -5,7 +5,7 @@ import uPlot from "uplot";
 import "uplot/dist/uPlot.min.css";
 import "./console.css";
 import { parseExposition } from "./exposition.js";
-import { History, Increases } from "./rates.js";
+import { History, Increases, Totals } from "./rates.js";
 import { h, replace } from "./dom.js";
 
 /** How often every node's metrics are read, and how much of them the charts show. */
@@ -26,10 +26,12 @@ const view = {
   connectors: [],
   /** node id -> { ok, message } of its last scrape. */
   nodes: new Map(),
-  /** connector -> { rate, deadLettered, errors, lag } of the last scrape. */
+  /** connector -> { rate, deadLettered, errors, lag }: the rate of the last interval, the
+   * totals since the page opened (with what the runs it found had counted), the lag now. */
   flow: new Map(),
 };
-const increases = new Increases();
+/** The counters summed per connector across the runs of its tasks. */
+const counters = { records: new Increases(), deadLettered: new Totals(), errors: new Totals() };
 const history = new History(WINDOW_SECONDS);
 /** connector name -> its card's elements. */
 const cards = new Map();
@@ -127,16 +129,10 @@ async function scrape() {
       }
     }),
   );
-  const counters = [];
-  const flow = new Map();
-  const of = (connector) => {
-    let f = flow.get(connector);
-    if (!f) {
-      f = { rate: 0, deadLettered: 0, errors: 0, lag: null };
-      flow.set(connector, f);
-    }
-    return f;
-  };
+  // Each measure's series of this scrape, keyed by node, series and task.
+  const series = { records: [], deadLettered: [], errors: [] };
+  const lags = new Map();
+  const connectors = new Set();
   view.nodes = new Map();
   for (const answer of answers) {
     view.nodes.set(answer.id, answer.ok ? { ok: true } : { ok: false, message: answer.message });
@@ -144,28 +140,42 @@ async function scrape() {
     for (const { name, labels, value } of parseExposition(answer.text)) {
       const connector = labels.connector;
       if (connector === undefined) continue;
+      const sample = { key: `${answer.id}|${name}|${connector}|${labels.task}`, connector, value };
       if (RECORDS.includes(name)) {
-        counters.push({ key: `${answer.id}|${name}|${connector}|${labels.task}`, connector, value });
-        of(connector);
+        series.records.push(sample);
+        connectors.add(connector);
       } else if (name === DEAD_LETTERED || name === `${DEAD_LETTERED}_total`) {
-        of(connector).deadLettered += value;
+        series.deadLettered.push(sample);
       } else if (name === ERRORS || name === `${ERRORS}_total`) {
-        of(connector).errors += value;
+        series.errors.push(sample);
       } else if (name === LAG) {
-        const f = of(connector);
-        f.lag = (f.lag ?? 0) + value;
+        lags.set(connector, (lags.get(connector) ?? 0) + value);
       }
     }
   }
-  const gained = increases.observe(counters);
+  // A node that did not answer still has the series it had.
+  const silent = new Set(answers.filter((a) => !a.ok).map((a) => `${a.id}|`));
+  const kept = (key) => silent.has(key.slice(0, key.indexOf("|") + 1));
+  const { grown } = counters.records.observe(series.records, kept);
+  const deadLettered = counters.deadLettered.observe(series.deadLettered, kept);
+  const errors = counters.errors.observe(series.errors, kept);
   const seconds = scrape.last ? now - scrape.last : null;
   scrape.last = now;
-  for (const [connector, f] of flow) {
-    f.rate = seconds ? (gained.get(connector) ?? 0) / seconds : null;
+  const flow = new Map();
+  for (const connector of connectors) {
+    const f = {
+      rate: seconds ? (grown.get(connector) ?? 0) / seconds : null,
+      deadLettered: deadLettered.get(connector) ?? 0,
+      errors: errors.get(connector) ?? 0,
+      lag: lags.get(connector) ?? null,
+    };
     if (f.rate !== null) history.add(connector, now, { rate: f.rate, lag: f.lag });
+    flow.set(connector, f);
   }
   view.flow = flow;
   render();
+  // How many scrapes the page made: what a test waits on to see a newer one.
+  document.body.dataset.scrapes = String(Number(document.body.dataset.scrapes ?? 0) + 1);
 }
 
 // ---- showing
@@ -324,8 +334,14 @@ function fillCard(card, status) {
   replace(
     card.facts,
     ...fact("records/s", number(flow?.rate, 1), { "data-fact": "rate" }),
-    ...fact("dead-lettered", number(flow?.deadLettered), { "data-fact": "dead-lettered" }),
-    ...fact("record errors", number(flow?.errors), { "data-fact": "errors" }),
+    ...fact("dead-lettered", number(flow?.deadLettered), {
+      "data-fact": "dead-lettered",
+      title: "since this page opened, with what the task runs it found had counted",
+    }),
+    ...fact("record errors", number(flow?.errors), {
+      "data-fact": "errors",
+      title: "since this page opened, with what the task runs it found had counted",
+    }),
     ...fact("lag", flow?.lag === null || !flow ? "off" : number(flow.lag), {
       "data-fact": "lag",
       title: "the sum of its partitions' lag; [metrics] partition_lag = true shows it",

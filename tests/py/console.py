@@ -2,7 +2,8 @@
 the console of one node must list the cluster's nodes with the leader, the connector and its
 tasks RUNNING with the records it dead-lettered; a task's state must change on screen after the
 CLI pauses the connector (the command given), and the console's own Resume and Pause buttons
-must work. Saves a screenshot of the page. Every wait is on what the page shows (Playwright's
+must work: Resume, Restart (every task a later generation), Stop, Pause. Saves a screenshot of
+the page; then a node is killed, and its row must say it does not answer. Every wait is on what the page shows (Playwright's
 expect), bounded by --timeout. Exits non-zero, saying what was not seen, on any failure.
 """
 
@@ -26,6 +27,9 @@ def main():
     p.add_argument("--dead-lettered", type=int, required=True)
     p.add_argument("--pause", required=True, help="the command that pauses it, a JSON array")
     p.add_argument("--screenshot", required=True)
+    p.add_argument("--kill", required=True, help="the command that kills a node, a JSON array")
+    p.add_argument("--killed", type=int, required=True, help="the node it kills")
+    p.add_argument("--screenshot-down", required=True)
     p.add_argument("--timeout", type=float, default=30.0, help="seconds per wait")
     args = p.parse_args()
     expect.set_options(timeout=args.timeout * 1000)
@@ -87,19 +91,64 @@ def main():
         for state in states:
             expect(state).to_have_text("RUNNING")
         say("the Resume button made every task RUNNING")
+        generations = [
+            page.locator(f'[data-task="{args.connector}/{t}"] .generation')
+            for t in range(args.tasks)
+        ]
+        before = [int(g.inner_text()) for g in generations]
+        card.locator('button[data-action="restart"]').click()
+        for generation, was in zip(generations, before):
+            expect(generation).not_to_have_text(str(was))
+        for state in states:
+            expect(state).to_have_text("RUNNING")
+        after = [int(g.inner_text()) for g in generations]
+        if not all(a > b for a, b in zip(after, before)):
+            sys.exit(f"a restart gives every task a later generation: {before} -> {after}")
+        say("the Restart button restarted every task: generations %s -> %s" % (before, after))
+        card.locator('button[data-action="stop"]').click()
+        expect(card.locator(".head .state")).to_have_text("STOPPED")
+        expect(card.locator('button[data-action="stop"]')).to_be_disabled()
+        running = card.locator(".tasks tbody .state", has_text="RUNNING")
+        expect(running).to_have_count(0)
+        say("the Stop button stopped it: no task RUNNING")
+        card.locator('button[data-action="resume"]').click()
+        for state in states:
+            expect(state).to_have_text("RUNNING")
+        say("the Resume button started it again")
         card.locator('button[data-action="pause"]').click()
         for state in states:
             expect(state).to_have_text("PAUSED")
         expect(card.locator('button[data-action="pause"]')).to_be_disabled()
         say("the Pause button made every task PAUSED")
 
+        # The restart began new runs, whose counters start from zero; the page's count of
+        # dead-lettered records is of the connector, not of its tasks' current runs. Seen after
+        # a scrape of the nodes that began after the restart.
+        scrapes = int(page.locator("body").get_attribute("data-scrapes") or 0)
+        page.wait_for_function(
+            "n => Number(document.body.dataset.scrapes) >= n",
+            arg=scrapes + 2,
+            timeout=args.timeout * 1000,
+        )
+        expect(card.locator('[data-fact="dead-lettered"]')).to_have_text(
+            str(args.dead_lettered)
+        )
         # Two reads of every node's metrics make a rate: the chart has its first point.
         expect(card.locator('[data-fact="rate"]')).to_have_text(re.compile(r"^[0-9]"))
         page.screenshot(path=args.screenshot, full_page=True)
         say("screenshot: " + args.screenshot)
-        browser.close()
         if problems:
             sys.exit("the page reported errors:\n" + "\n".join(problems))
+
+        # A node killed: its row says it does not answer, the others still do.
+        kill = json.loads(args.kill)
+        subprocess.run(kill, check=True)
+        down = page.locator(f'#nodes tbody tr[data-node="{args.killed}"] .health .bad')
+        expect(down).to_be_visible()
+        expect(page.locator("#nodes .health .good")).to_have_count(args.nodes - 1)
+        say("node %d, killed, shows: %s" % (args.killed, down.inner_text()))
+        page.screenshot(path=args.screenshot_down, full_page=True)
+        browser.close()
 
 
 def say(text):
