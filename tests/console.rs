@@ -33,13 +33,14 @@ fn artifact(name: &str) -> PathBuf {
     dir.join(name)
 }
 
-/// A FileStreamSink with three tasks (on two or three nodes) reads 60 records, 6 of them malformed and
-/// dead-lettered; the console of a follower shows the three nodes with the leader, the tasks
-/// RUNNING and the 6 dead-lettered records (summed over every node's metrics, which the node
-/// serving the console asks of the others); `ferry connectors pause` turns the tasks PAUSED on
-/// screen; the console's Resume, Restart (every task a later generation), Stop and Pause buttons
-/// work; a node killed shows as not answering. Before it, the REST API's Ferry
-/// extensions are checked, and a browser's write that is not JSON is refused.
+/// A FileStreamSink with three tasks (on two or three nodes) reads 60 records, 6 of them
+/// malformed and dead-lettered; the console of a follower shows the three nodes with the leader,
+/// the tasks RUNNING and the 6 dead-lettered records (summed over every node's metrics, which the
+/// node serving the console asks of the others) and, while 300 more flow, a rate above zero;
+/// `ferry connectors pause` turns the tasks PAUSED on screen; the console's Resume, Restart
+/// (every task a later generation), Stop and Pause buttons work; a node killed shows as not
+/// answering. Before it, the REST API's Ferry extensions are checked, and a browser's write that
+/// is not JSON is refused.
 #[test]
 fn the_console_shows_the_cluster_and_its_connectors_and_drives_them() {
     const TOPIC: &str = "console-orders";
@@ -196,6 +197,7 @@ fn the_console_shows_the_cluster_and_its_connectors_and_drives_them() {
         ])
         .args(["--leader", &leader.to_string()])
         .args(["--dead-lettered", &bad.to_string()])
+        .args(["--bootstrap", &kafka.bootstrap, "--topic", TOPIC])
         .arg("--pause")
         .arg(pause.to_string())
         .arg("--screenshot")

@@ -1,10 +1,11 @@
 """Drives Ferry's web console in headless Chromium (Debian's) with Playwright, as a person would:
 the console of one node must list the cluster's nodes with the leader, the connector and its
-tasks RUNNING with the records it dead-lettered; a task's state must change on screen after the
-CLI pauses the connector (the command given), and the console's own Resume and Pause buttons
-must work: Resume, Restart (every task a later generation), Stop, Pause. Saves a screenshot of
-the page; then a node is killed, and its row must say it does not answer. Every wait is on what the page shows (Playwright's
-expect), bounded by --timeout. Exits non-zero, saying what was not seen, on any failure.
+tasks RUNNING with the records it dead-lettered, and records per second above zero while more
+flow; a task's state must change on screen after the CLI pauses the connector (the command
+given); the console's own buttons must work: Resume, Restart (every task a later generation),
+Stop, Pause. Saves a screenshot of the page; then a node is killed, and its row must say it does
+not answer. Every wait is on what the page shows (Playwright's expect), bounded by --timeout.
+Exits non-zero, saying what was not seen, on any failure.
 """
 
 import argparse
@@ -13,6 +14,7 @@ import re
 import subprocess
 import sys
 
+from confluent_kafka import Producer
 from playwright.sync_api import expect, sync_playwright
 
 
@@ -25,6 +27,9 @@ def main():
     p.add_argument("--nodes", type=int, required=True)
     p.add_argument("--leader", type=int, required=True)
     p.add_argument("--dead-lettered", type=int, required=True)
+    p.add_argument("--bootstrap", required=True, help="Kafka, for more records")
+    p.add_argument("--topic", required=True, help="the topic the connector reads")
+    p.add_argument("--more", type=int, default=300, help="valid records to produce")
     p.add_argument("--pause", required=True, help="the command that pauses it, a JSON array")
     p.add_argument("--screenshot", required=True)
     p.add_argument("--kill", required=True, help="the command that kills a node, a JSON array")
@@ -75,6 +80,16 @@ def main():
             "%s shows %d RUNNING tasks, %d dead-lettered"
             % (args.connector, args.tasks, args.dead_lettered)
         )
+
+        # Records flowing: the page shows a rate above zero (from two scrapes of the nodes).
+        producer = Producer({"bootstrap.servers": args.bootstrap})
+        for i in range(args.more):
+            producer.produce(args.topic, value=json.dumps({"id": i}).encode(), partition=i % 3)
+        if producer.flush(30) != 0:
+            sys.exit("the records were not all produced")
+        rate = card.locator('[data-fact="rate"]')
+        expect(rate).to_have_text(re.compile(r"^(?!0\.0$)[0-9]"))
+        say("%d more records: %s records/s" % (args.more, rate.inner_text()))
 
         # Paused from outside the console: the page follows.
         pause = json.loads(args.pause)
