@@ -36,17 +36,22 @@ fn artifact(name: &str) -> PathBuf {
 /// A FileStreamSink with three tasks (on two or three nodes) reads 60 records, 6 of them
 /// malformed and dead-lettered; the console of a follower shows the three nodes with the leader,
 /// the tasks RUNNING and the 6 dead-lettered records (summed over every node's metrics, which the
-/// node serving the console asks of the others) and, while 300 more flow, a rate above zero;
-/// `ferry connectors pause` turns the tasks PAUSED on screen; the console's Resume, Restart
-/// (every task a later generation), Stop and Pause buttons work; a node killed shows as not
-/// answering. Before it, the REST API's Ferry extensions are checked, and a browser's write that
-/// is not JSON is refused.
+/// node serving the console asks of the others), a rate above zero while 300 more flow, and a
+/// lag of 0; `ferry connectors pause` turns the tasks PAUSED on screen; the console's Resume,
+/// Restart (every task a later generation), Stop and Pause buttons work; a node killed shows as
+/// not answering. Before it, the REST API's Ferry extensions are checked, and a browser's write
+/// that is not JSON is refused.
 #[test]
 fn the_console_shows_the_cluster_and_its_connectors_and_drives_them() {
     const TOPIC: &str = "console-orders";
     const RECORDS: usize = 60;
     let kafka = Kafka::start(&[(TOPIC, 3), ("console-dlq", 1)]);
-    let (cluster, leader) = started(3, &kafka, json_workers());
+    // Each partition's lag too (`[metrics] partition_lag`, off by default), which the page sums.
+    let settings = Settings {
+        metrics: vec![("partition_lag", "true")],
+        ..json_workers()
+    };
+    let (cluster, leader) = started(3, &kafka, settings);
     let follower = (1..=3).find(|id| *id != leader).expect("a follower");
     let dir = tempfile::tempdir().expect("tempdir");
     let config = json!({

@@ -90,6 +90,9 @@ def main():
         rate = card.locator('[data-fact="rate"]')
         expect(rate).to_have_text(re.compile(r"^(?!0\.0$)[0-9]"))
         say("%d more records: %s records/s" % (args.more, rate.inner_text()))
+        # Every partition read to its end: the lag the nodes' series sum to is 0.
+        expect(card.locator('[data-fact="lag"]')).to_have_text("0")
+        say("lag 0")
 
         # Paused from outside the console: the page follows.
         pause = json.loads(args.pause)
