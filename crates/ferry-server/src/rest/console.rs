@@ -75,7 +75,9 @@ impl Change {
     fn now(core: &Core) -> Self {
         let node = core.node();
         let applied_index = node.state().read().last_applied.map_or(0, |l| l.index);
-        let raft = node.raft().metrics().borrow().clone();
+        // Read in place: the metrics' maps are not copied at every wake-up.
+        let metrics = node.raft().metrics();
+        let raft = metrics.borrow();
         Change {
             applied_index,
             leader_id: raft.current_leader,

@@ -154,7 +154,7 @@ pub fn routers(
 
 /// The origins CORS lets in.
 #[derive(Clone, Debug)]
-pub enum Trusted {
+enum Trusted {
     /// Any (`*`).
     Any,
     /// These.

@@ -3,7 +3,7 @@
 //! of which the last [`SAMPLES`] (its `metrics.num.samples`) are measured; an older sample is
 //! forgotten. A rate divides what the samples hold by the time they span — at least all but
 //! one full window, so that a rate measured just after a start is not inflated. An average or a
-//! maximum of no values is NaN, as Kafka Connect's; so is a frequency of outcomes 0.
+//! maximum of no values is NaN and a frequency of no outcomes 0, as Kafka Connect's.
 
 use std::time::{Duration, Instant};
 
@@ -77,6 +77,12 @@ impl Window {
             .filter(move |s| now.saturating_duration_since(s.start) < expired)
     }
 
+    /// How many values the live samples hold, and their sum.
+    fn held(&self, now: Instant) -> (u64, f64) {
+        self.live(now)
+            .fold((0, 0.0), |(c, s), x| (c + x.count, s + x.sum))
+    }
+
     /// What the samples hold per second.
     pub fn rate(&self, now: Instant) -> f64 {
         let sum: f64 = self.live(now).map(|s| s.sum).sum();
@@ -91,9 +97,7 @@ impl Window {
 
     /// The average of the values the samples hold.
     pub fn avg(&self, now: Instant) -> f64 {
-        let (count, sum) = self
-            .live(now)
-            .fold((0, 0.0), |(c, s), x| (c + x.count, s + x.sum));
+        let (count, sum) = self.held(now);
         if count == 0 {
             f64::NAN
         } else {
@@ -105,9 +109,7 @@ impl Window {
     /// were not), as Kafka Connect's `Frequencies` measure its `-percentage` attributes — 0 when
     /// the samples hold none.
     pub fn frequency(&self, now: Instant, yes: bool) -> f64 {
-        let (count, sum) = self
-            .live(now)
-            .fold((0, 0.0), |(c, s), x| (c + x.count, s + x.sum));
+        let (count, sum) = self.held(now);
         if count == 0 {
             return 0.0;
         }
