@@ -32,6 +32,7 @@ e2e: build
 	./scripts/testbed/postgres.sh
 	./scripts/testbed/prometheus.sh
 	./scripts/testbed/chromium.sh
+	./scripts/testbed/gdb.sh
 	# One real single-broker Kafka for the whole run; each test empties it first (tests/harness).
 	$(CURDIR)/target/debug/ferry-kafka -- $(CARGO) test -p ferry-tests --locked -- --test-threads=1 --nocapture
 
@@ -56,6 +57,7 @@ jepsen:
 	./scripts/testbed/kafka.sh
 	./scripts/testbed/hdfs.sh
 	./scripts/testbed/postgres.sh
+	./scripts/testbed/gdb.sh
 	$(CARGO) build --workspace --bins --locked
 	FERRY_BIN_DIR=$(CURDIR)/target/debug $(CURDIR)/target/debug/ferry-jepsen $(ARGS)
 	# Disks that lie, in a release build too (debug builds check more of openraft's invariants).

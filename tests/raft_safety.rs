@@ -5,7 +5,7 @@
 use std::fs;
 use std::time::Duration;
 
-use ferry_tests::{members, say, wait_for, Cluster, Settings};
+use ferry_tests::{members, say, wait_for, Cluster, Settings, Signal, WATCHDOG_EXIT};
 use serde_json::Value;
 
 const BOOT: Duration = Duration::from_secs(30);
@@ -212,6 +212,88 @@ fn a_corrupt_or_foreign_cluster_id_stops_the_node_at_start() {
         cluster.start(victim);
         wait_for("the node to serve again", BOOT, || cluster.status(victim));
     }
+}
+
+/// A node whose async runtime is blocked for good (a test-only switch) and that node's
+/// watchdog, with `[worker]` settings of its own; the switch's file, not there yet.
+fn freezable(worker: &[(&str, &str)]) -> (Cluster, std::path::PathBuf) {
+    let mut worker: Vec<(String, String)> = worker
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    // Relative to the node's working directory.
+    worker.push(("test_freeze_file".into(), "\"freeze\"".into()));
+    let mut cluster = Cluster::new(
+        1,
+        Settings {
+            worker,
+            ..Settings::default()
+        },
+    );
+    cluster.start_all();
+    cluster.wait_leader(BOOT);
+    let file = cluster.node(1).work_dir.join("freeze");
+    (cluster, file)
+}
+
+/// The node's log shows its watchdog's `verdict` and every thread's stack, the runtime's
+/// workers blocked where the test switch blocked them.
+fn stacks_in_log(cluster: &Cluster, verdict: &str) {
+    let log = cluster.log_text(1);
+    assert!(
+        log.contains(verdict),
+        "the log names the verdict {verdict:?}"
+    );
+    let stacks = log
+        .split_once("every thread's stack")
+        .map(|(_, stacks)| stacks)
+        .expect("the log holds the stacks");
+    let blocked = stacks
+        .lines()
+        .filter(|l| l.contains("watchdog::freeze_on"))
+        .count();
+    say(format!(
+        "watchdog: {verdict}; {} lines of stacks, {blocked} frames in the blocked workers",
+        stacks.lines().count()
+    ));
+    assert!(
+        stacks.contains("tokio-rt-worker"),
+        "the runtime's threads are named"
+    );
+    assert!(
+        blocked >= 2,
+        "both runtime workers' stacks show where they block"
+    );
+}
+
+/// A frozen node hides from nothing: its watchdog sees the runtime run nothing, writes every
+/// thread's stack to the log and exits with its own code.
+#[test]
+fn a_frozen_node_writes_its_stacks_and_exits() {
+    let (mut cluster, freeze) = freezable(&[("freeze_timeout_ms", "3000")]);
+    fs::write(&freeze, "").expect("freeze the node");
+    let code = cluster.wait_exit(1, Duration::from_secs(90));
+    assert_eq!(code, Some(WATCHDOG_EXIT), "the watchdog's exit code");
+    stacks_in_log(&cluster, "ran nothing for");
+}
+
+/// SIGTERM is obeyed even by a node whose runtime runs nothing: not stopped within its
+/// shutdown bound, it writes every thread's stack and exits.
+#[test]
+fn a_node_that_cannot_stop_on_sigterm_writes_its_stacks_and_exits() {
+    let (mut cluster, freeze) = freezable(&[
+        ("freeze_timeout_ms", "600000"),
+        ("task_shutdown_graceful_timeout_ms", "1000"),
+        ("shutdown_timeout_ms", "3000"),
+    ]);
+    fs::write(&freeze, "").expect("freeze the node");
+    wait_for("the runtime blocked", BOOT, || {
+        (cluster.log_count(1, &["blocking every thread"]) > 0).then_some(())
+    });
+    cluster.signal(1, Signal::SIGTERM);
+    let code = cluster.wait_exit(1, Duration::from_secs(90));
+    assert_eq!(code, Some(WATCHDOG_EXIT), "the watchdog's exit code");
+    stacks_in_log(&cluster, "not stopped 3");
 }
 
 #[test]

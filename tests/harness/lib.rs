@@ -54,18 +54,21 @@ static LOG: Once = Once::new();
 /// Say what a test is doing (stderr, shown by `--nocapture`), once timestamped per process.
 pub fn say(message: impl AsRef<str>) {
     LOG.call_once(|| eprintln!("[harness] binaries from {}", bin_dir().display()));
-    // The time of day (UTC) as the nodes' logs print it, to read the two side by side.
+    eprintln!("[harness {}] {}", time_of_day(), message.as_ref());
+}
+
+/// The time of day (UTC) as the nodes' logs print it, to read the two side by side.
+pub fn time_of_day() -> String {
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap_or_default();
     let (secs, ms) = (now.as_secs() % 86_400, now.subsec_millis());
-    eprintln!(
-        "[harness {:02}:{:02}:{:02}.{ms:03}] {}",
+    format!(
+        "{:02}:{:02}:{:02}.{ms:03}",
         secs / 3600,
         secs / 60 % 60,
-        secs % 60,
-        message.as_ref()
-    );
+        secs % 60
+    )
 }
 
 /// A free TCP port on 127.0.0.1 for a server a test starts, never one this process handed out
@@ -110,6 +113,13 @@ fn non_ephemeral_ports() -> (u16, u16) {
         _ => (20_000, 29_999),
     }
 }
+
+/// Within how long a node told to stop exits: ferryd's `[worker] shutdown_timeout_ms` default.
+pub const SHUTDOWN_BOUND: Duration = Duration::from_secs(30);
+/// How long a node's watchdog may take to write every thread's stack before it exits.
+const STACKS_TIME: Duration = Duration::from_secs(30);
+/// The exit code of a node its watchdog ended (ferryd's `watchdog::EXIT_CODE`).
+pub const WATCHDOG_EXIT: i32 = 71;
 
 /// Wait until `child` exits, at most `timeout`: its status, or `None` if it still runs.
 pub fn exited_within(child: &mut Child, timeout: Duration) -> Option<std::process::ExitStatus> {
@@ -258,6 +268,76 @@ impl Node {
     }
 }
 
+/// The running ferryd processes of a cluster, shared with threads that watch them (the fault
+/// suite's freeze sampler): which node runs as which process, and since when it has run
+/// unpaused.
+#[derive(Clone, Debug, Default)]
+pub struct Processes(std::sync::Arc<std::sync::Mutex<BTreeMap<u64, Process>>>);
+
+/// A running node's process.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Process {
+    pub pid: u32,
+    /// Its management API (`host:port`).
+    pub api: String,
+    /// Since when it has run unpaused: its start or its last SIGCONT; `None` while paused.
+    pub running_since: Option<Instant>,
+}
+
+impl Processes {
+    fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<u64, Process>> {
+        self.0.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Every running node's process, now.
+    pub fn now(&self) -> BTreeMap<u64, Process> {
+        self.lock().clone()
+    }
+
+    /// Node `id`'s process, now.
+    pub fn get(&self, id: u64) -> Option<Process> {
+        self.lock().get(&id).cloned()
+    }
+
+    fn started(&self, id: u64, pid: u32, api: &str) {
+        let process = Process {
+            pid,
+            api: api.to_string(),
+            running_since: Some(Instant::now()),
+        };
+        self.lock().insert(id, process);
+    }
+
+    fn ended(&self, id: u64) {
+        self.lock().remove(&id);
+    }
+
+    fn paused(&self, id: u64, paused: bool) {
+        if let Some(p) = self.lock().get_mut(&id) {
+            p.running_since = (!paused).then(Instant::now);
+        }
+    }
+}
+
+/// Every thread's stack of process `pid`, as gdb prints them (if gdb is installed).
+pub fn stacks(pid: u32) -> String {
+    let out = Command::new("gdb")
+        .args([
+            "-batch",
+            "-nx",
+            "-ex",
+            "thread apply all bt",
+            "-p",
+            &pid.to_string(),
+        ])
+        .stdin(Stdio::null())
+        .output();
+    match out {
+        Ok(out) => String::from_utf8_lossy(&out.stdout).into_owned(),
+        Err(e) => format!("no gdb for the stacks of pid {pid}: {e}"),
+    }
+}
+
 /// The result of a CLI run.
 #[derive(Debug)]
 pub struct CliOutput {
@@ -296,6 +376,8 @@ pub struct Cluster {
     peers: Vec<u64>,
     /// (from, to) → the proxy carrying `from`'s traffic to `to`.
     pub proxies: BTreeMap<(u64, u64), proxy::Proxy>,
+    /// The running nodes' processes, for threads that watch them.
+    pub processes: Processes,
 }
 
 impl Cluster {
@@ -311,6 +393,7 @@ impl Cluster {
             settings,
             peers: (1..=n).collect(),
             proxies: BTreeMap::new(),
+            processes: Processes::default(),
         };
         for id in 1..=n {
             cluster.add_config(id);
@@ -469,6 +552,7 @@ impl Cluster {
         let status = exited_within(child, timeout)
             .unwrap_or_else(|| panic!("node {id} still runs after {timeout:?}"));
         node.child = None;
+        self.processes.ended(id);
         status.code()
     }
 
@@ -520,6 +604,7 @@ impl Cluster {
             child.id(),
             node.api
         ));
+        self.processes.started(id, child.id(), &node.api);
         node.child = Some(child);
     }
 
@@ -534,26 +619,53 @@ impl Cluster {
     pub fn kill9(&mut self, id: u64) {
         let node = self.nodes.get_mut(&id).expect("unknown node");
         if let Some(mut child) = node.child.take() {
+            self.processes.ended(id);
             let _ = child.kill();
             let _ = child.wait();
             say(format!("killed -9 node {id}"));
         }
     }
 
-    /// SIGTERM a node and wait for it to exit; returns its exit code.
+    /// How long a node told to stop may take: its `[worker] shutdown_timeout_ms`.
+    pub fn shutdown_bound(&self) -> Duration {
+        let set = self
+            .settings
+            .worker
+            .iter()
+            .find(|(key, _)| key == "shutdown_timeout_ms")
+            .and_then(|(_, ms)| ms.parse().ok());
+        set.map_or(SHUTDOWN_BOUND, Duration::from_millis)
+    }
+
+    /// SIGTERM a node and wait for it to exit; returns its exit code. A node that has not
+    /// exited within its shutdown bound is ended by its watchdog, which first writes every
+    /// thread's stack to its log; that, or a node that outlives even its watchdog, fails the
+    /// test, with the stacks.
     pub fn stop(&mut self, id: u64) -> Option<i32> {
+        let bound = self.shutdown_bound();
         let node = self.nodes.get_mut(&id).expect("unknown node");
         let mut child = node.child.take()?;
+        self.processes.ended(id);
         let _ = kill(Pid::from_raw(child.id() as i32), Signal::SIGTERM);
-        match exited_within(&mut child, Duration::from_secs(20)) {
+        match exited_within(&mut child, bound + STACKS_TIME) {
+            Some(status) if status.code() == Some(WATCHDOG_EXIT) => {
+                self.keep_logs();
+                panic!(
+                    "node {id} did not stop within {bound:?} of SIGTERM: its watchdog ended it ({status}); its log has every thread's stack"
+                );
+            }
             Some(status) => {
                 say(format!("stopped node {id}: {status}"));
                 status.code()
             }
             None => {
+                let stacks = stacks(child.id());
                 let _ = child.kill();
                 let _ = child.wait();
-                panic!("node {id} did not stop within 20 s of SIGTERM");
+                panic!(
+                    "node {id} did not stop within {:?} of SIGTERM, nor did its watchdog end it; its threads:\n{stacks}",
+                    bound + STACKS_TIME
+                );
             }
         }
     }
@@ -583,6 +695,11 @@ impl Cluster {
     /// Freeze (SIGSTOP) or thaw (SIGCONT) a node's process: a zombie worker.
     pub fn signal(&self, id: u64, signal: Signal) {
         let pid = self.nodes[&id].pid().expect("the node is running");
+        match signal {
+            Signal::SIGSTOP => self.processes.paused(id, true),
+            Signal::SIGCONT => self.processes.paused(id, false),
+            _ => {}
+        }
         kill(Pid::from_raw(pid as i32), signal).expect("signal the node");
         say(format!("sent {signal:?} to node {id}"));
     }
@@ -636,12 +753,17 @@ impl Cluster {
 
     /// Whether any node's log shows a panic: the lines that do.
     pub fn panics(&self) -> Vec<String> {
+        self.lines_with("panicked")
+    }
+
+    /// The lines of every node's log that hold `needle`, each with its node.
+    pub fn lines_with(&self, needle: &str) -> Vec<String> {
         self.nodes
             .keys()
             .flat_map(|id| {
                 self.log_text(*id)
                     .lines()
-                    .filter(|l| l.contains("panicked"))
+                    .filter(|l| l.contains(needle))
                     .map(|l| format!("node {id}: {l}"))
                     .collect::<Vec<_>>()
             })
@@ -755,24 +877,12 @@ impl Cluster {
 
     /// Every thread's stack of a running node, as gdb prints them (if gdb is installed).
     pub fn stacks(&self, id: u64) -> String {
-        let Some(pid) = self.nodes[&id].child.as_ref().map(Child::id) else {
-            return format!("node {id} does not run");
-        };
-        let out = Command::new("gdb")
-            .args([
-                "-batch",
-                "-ex",
-                "thread apply all bt",
-                "-p",
-                &pid.to_string(),
-            ])
-            .output();
-        match out {
-            Ok(out) => format!(
+        match self.nodes[&id].pid() {
+            Some(pid) => format!(
                 "---- node {id} (pid {pid}) does not answer; its threads ----\n{}",
-                String::from_utf8_lossy(&out.stdout)
+                stacks(pid)
             ),
-            Err(e) => format!("node {id} (pid {pid}) does not answer; no gdb for its stacks: {e}"),
+            None => format!("node {id} does not run"),
         }
     }
 

@@ -275,6 +275,10 @@ pub struct WorkerSettings {
     /// A node told to stop (SIGTERM) exits within this time (ms), whatever is still running.
     #[serde(default = "WorkerSettings::default_shutdown_timeout_ms")]
     pub shutdown_timeout_ms: u64,
+    /// A node whose async runtime runs nothing for this long is frozen: it writes every
+    /// thread's stack to its log and exits with code 71 (ms): crash-only, never a zombie.
+    #[serde(default = "WorkerSettings::default_freeze_timeout_ms")]
+    pub freeze_timeout_ms: u64,
     /// How often tasks commit their offsets (ms): Kafka Connect's `offset.flush.interval.ms`.
     #[serde(default = "WorkerSettings::default_offset_flush_interval_ms")]
     pub offset_flush_interval_ms: u64,
@@ -308,6 +312,10 @@ pub struct WorkerSettings {
     /// schedule fires. Never set this in production.
     #[serde(default)]
     pub test_clock_ahead_ms: i64,
+    /// Test only: once this file exists, every thread of the node's async runtime blocks for
+    /// good — a frozen node, which its watchdog must end. Never set this in production.
+    #[serde(default)]
+    pub test_freeze_file: Option<PathBuf>,
     /// The converters of connectors that name none, by Kafka Connect's worker property names
     /// (`"value.converter" = "org.apache.kafka.connect.json.JsonConverter"`,
     /// `"value.converter.schemas.enable" = "false"`).
@@ -343,6 +351,9 @@ impl WorkerSettings {
     const fn default_shutdown_timeout_ms() -> u64 {
         30_000
     }
+    const fn default_freeze_timeout_ms() -> u64 {
+        10_000
+    }
 }
 
 impl Default for WorkerSettings {
@@ -354,6 +365,7 @@ impl Default for WorkerSettings {
             offset_flush_interval_ms: Self::default_offset_flush_interval_ms(),
             task_shutdown_graceful_timeout_ms: Self::default_task_shutdown_graceful_timeout_ms(),
             shutdown_timeout_ms: Self::default_shutdown_timeout_ms(),
+            freeze_timeout_ms: Self::default_freeze_timeout_ms(),
             commit_consumer_group: Self::default_commit_consumer_group(),
             offset_storage_topic: None,
             topic_tracking_enable: Self::default_topic_tracking_enable(),
@@ -361,6 +373,7 @@ impl Default for WorkerSettings {
             test_disable_lease: false,
             test_panic_connector: None,
             test_clock_ahead_ms: 0,
+            test_freeze_file: None,
             converters: std::collections::BTreeMap::new(),
         }
     }
@@ -556,6 +569,12 @@ impl ClusterConfig {
             problems.push(format!(
                 "worker.shutdown_timeout_ms ({}) must be more than worker.task_shutdown_graceful_timeout_ms ({}): units are given that long to stop within the node's shutdown",
                 worker.shutdown_timeout_ms, worker.task_shutdown_graceful_timeout_ms
+            ));
+        }
+        if worker.freeze_timeout_ms < 1000 {
+            problems.push(format!(
+                "worker.freeze_timeout_ms ({}) must be at least 1000: a busy runtime may not tick for a moment, a frozen one never does",
+                worker.freeze_timeout_ms
             ));
         }
         for problem in ferry_connect::converter::check_worker_converters(&worker.converters) {

@@ -15,9 +15,11 @@ mod raft_metrics;
 mod rest;
 mod scheduler;
 mod startup;
+mod watchdog;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::Duration;
 
 use clap::Parser;
 use tokio::sync::watch;
@@ -123,14 +125,25 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let bound = std::time::Duration::from_millis(config.worker.shutdown_timeout_ms);
+    let (stop_tx, stop_rx) = watch::channel(false);
+    let watchdog = watchdog::start(
+        watchdog::Settings {
+            freeze_timeout: Duration::from_millis(config.worker.freeze_timeout_ms),
+            shutdown_bound: Duration::from_millis(config.worker.shutdown_timeout_ms),
+            test_freeze_file: config.worker.test_freeze_file.clone(),
+        },
+        runtime.handle(),
+        stop_tx,
+    );
+    let watchdog = match watchdog {
+        Ok(watchdog) => watchdog,
+        Err(e) => {
+            eprintln!("ferryd: cannot start the watchdog: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
     runtime.block_on(async move {
-        let (stop_tx, stop_rx) = watch::channel(false);
-        tokio::spawn(async move {
-            wait_for_signal().await;
-            let _ = stop_tx.send(true);
-            exit_after(bound);
-        });
+        tokio::spawn(watchdog.tick());
         match startup::run(config, loggers, stop_rx).await {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {
@@ -140,49 +153,4 @@ fn main() -> ExitCode {
             }
         }
     })
-}
-
-/// Told to stop: whatever still runs after `bound` (a unit that does not stop, a connection
-/// that does not close) is abandoned and the process exits, from a thread of its own so that
-/// nothing stuck in the async runtime can hold it.
-fn exit_after(bound: std::time::Duration) {
-    let spawned = std::thread::Builder::new()
-        .name("shutdown-bound".into())
-        .spawn(move || {
-            std::thread::sleep(bound);
-            error!(
-                bound_ms = bound.as_millis() as u64,
-                "not stopped within [worker] shutdown_timeout_ms: exiting, abandoning what still runs"
-            );
-            eprintln!(
-                "ferryd: not stopped within {} ms ([worker] shutdown_timeout_ms): exiting",
-                bound.as_millis()
-            );
-            std::process::exit(1);
-        });
-    if let Err(e) = spawned {
-        error!(error = %e, "cannot bound the shutdown");
-    }
-}
-
-async fn wait_for_signal() {
-    let ctrl_c = tokio::signal::ctrl_c();
-    #[cfg(unix)]
-    {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut term) => {
-                tokio::select! {
-                    _ = ctrl_c => {},
-                    _ = term.recv() => {},
-                }
-            }
-            Err(_) => {
-                let _ = ctrl_c.await;
-            }
-        }
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = ctrl_c.await;
-    }
 }

@@ -64,6 +64,22 @@ impl Probe {
             .map(tonic::Response::into_inner)
     }
 
+    /// Whether the node at `addr` answers its status within `bound`: any answer counts, an
+    /// error too (a node starting up, or one not listening, answers at once); silence does not.
+    pub fn answers(&self, addr: &str, bound: Duration) -> bool {
+        let _context = self.runtime.enter();
+        let Ok(endpoint) = tonic::transport::Endpoint::from_shared(format!("http://{addr}")) else {
+            return false;
+        };
+        // Only the bound below ends the call: a connection that waits in a frozen node's
+        // backlog is silence, not an error.
+        let mut client = ManagementClient::new(endpoint.connect_timeout(bound * 2).connect_lazy());
+        let call = client.cluster_status(pb::Empty {});
+        self.runtime
+            .block_on(tokio::time::timeout(bound, call))
+            .is_ok()
+    }
+
     /// The leader a node names, if it names one.
     pub fn leader(&self, addr: &str) -> Option<u64> {
         self.ask(addr, Duration::from_secs(2), |mut c| async move {

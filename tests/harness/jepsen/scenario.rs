@@ -14,7 +14,7 @@ use super::linearizable::{check, ConfigRegister};
 use super::nemesis::Nemesis;
 use super::replay::{replay, Replayed};
 use super::rng::Rng;
-use super::workload::{offset_poller, producer, record_id};
+use super::workload::{freeze_sampler, offset_poller, producer, record_id, Samples};
 use crate::hdfs::{Hadoop, Hdfs};
 use crate::postgres::Postgres;
 use crate::{lines_in_work_dirs, say, wait_for, Cluster, Kafka, Settings, Signal};
@@ -28,12 +28,12 @@ const IDLE_DLQ: &str = "jepsen-idle-dlq";
 /// The sink connector under test.
 pub const SINK: &str = "sink";
 const BOOT: Duration = Duration::from_secs(60);
+/// Within how long every running, unpaused node answers its status: the freeze checker's bound.
+const ANSWER_WITHIN: Duration = Duration::from_secs(5);
 /// How long a fault may last past its hold time while the sink's tasks have not recovered.
 const RECOVERY: Duration = Duration::from_secs(30);
 /// How long each node stays down in a rolling restart: longer than its worker timeout (5 s).
 const ROLLING_DOWN: Duration = Duration::from_millis(6500);
-/// Within how long a node stops on SIGTERM: `[worker] shutdown_timeout_ms`'s default.
-const ROLLING_STOP_BOUND: Duration = Duration::from_secs(30);
 /// How long the `leader-changes` nemesis cuts a follower off: past its lease (half the worker
 /// timeout) and its leader's probing, short of the worker timeout (5 s).
 const SHORT_CUT: Duration = Duration::from_millis(3500);
@@ -298,6 +298,10 @@ pub struct Summary {
     pub rejoins: Vec<String>,
     /// Lines of the nodes' logs that show a panic.
     pub panics: Vec<String>,
+    /// What the freeze sampler saw: every running node asked its status, over and over.
+    pub samples: Samples,
+    /// Lines of the nodes' logs where a watchdog ended its node (frozen, or not stopped).
+    pub watchdog: Vec<String>,
     /// What the `big-config` rounds saw.
     pub big: Vec<BigRound>,
     /// Whether planned changes ran (`rolling-restart`, `leader-changes`), and what they saw
@@ -441,6 +445,26 @@ impl Summary {
                     "no node's log shows a panic".to_string()
                 } else {
                     format!("{} lines: {:?}", self.panics.len(), self.panics.iter().take(3).collect::<Vec<_>>())
+                },
+            ),
+            (
+                "no freeze",
+                self.samples.silences.is_empty() && self.watchdog.is_empty() && self.samples.asked > 0,
+                if self.samples.silences.is_empty() && self.watchdog.is_empty() {
+                    format!(
+                        "{} status questions to running nodes, each answered within {} ms (slowest {} ms)",
+                        self.samples.asked,
+                        ANSWER_WITHIN.as_millis(),
+                        self.samples.slowest.as_millis()
+                    )
+                } else {
+                    self.samples
+                        .silences
+                        .iter()
+                        .map(|s| format!("node {} (pid {}) silent from {}", s.node, s.pid, s.asked))
+                        .chain(self.watchdog.iter().take(3).cloned())
+                        .collect::<Vec<_>>()
+                        .join("; ")
                 },
             ),
             (
@@ -913,14 +937,15 @@ impl Nemeses<'_> {
             .collect();
         let victim_api = api(self.cluster, victim);
         let before = self.sink_tasks(&others);
+        let bound = self.cluster.shutdown_bound();
         let t0 = Instant::now();
         self.cluster.stop(victim);
         let stop = t0.elapsed();
-        if stop > ROLLING_STOP_BOUND {
+        if stop > bound {
             problems.push(format!(
                 "node {victim} took {} ms to stop on SIGTERM (bound {} ms)",
                 stop.as_millis(),
-                ROLLING_STOP_BOUND.as_millis()
+                bound.as_millis()
             ));
         }
         while t0.elapsed() < down_for {
@@ -1522,6 +1547,7 @@ pub fn run(s: &Scenario) -> Summary {
     let until = started + s.duration;
     let producer = producer(&kafka.bootstrap, TOPIC, s.partitions, s.rate);
     let poller = offset_poller(addrs.clone(), SINK, rng.next_u64());
+    let sampler = freeze_sampler(cluster.processes.clone(), ANSWER_WITHIN);
     let history: History = Arc::new(Mutex::new(Vec::new()));
     let keys: Vec<String> = (0..3).map(|k| format!("k{k}")).collect();
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -1621,9 +1647,11 @@ pub fn run(s: &Scenario) -> Summary {
         delivered = s.sink.delivered(&cluster, &output);
     }
     let offsets_read = poller.finish();
+    let samples = sampler.finish();
     let delivery = checkers::delivery(&produced.acked, &delivered);
 
     let panics = cluster.panics();
+    let watchdog = cluster.lines_with("watchdog: the node cannot go on");
     // The log: stop every node, then replay the longest committed log.
     for id in cluster.running() {
         cluster.stop(id);
@@ -1679,6 +1707,8 @@ pub fn run(s: &Scenario) -> Summary {
         failovers,
         rejoins,
         panics,
+        samples,
+        watchdog,
         big,
         planned,
         elapsed: begun.elapsed(),

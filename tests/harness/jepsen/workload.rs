@@ -5,7 +5,7 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use rdkafka::config::ClientConfig;
 use rdkafka::producer::{FutureProducer, FutureRecord};
@@ -13,6 +13,7 @@ use rdkafka::producer::{FutureProducer, FutureRecord};
 use super::checkers::{OffsetEvent, Produced};
 use super::client::Probe;
 use super::rng::Rng;
+use crate::Processes;
 
 /// The value of record `id`, one line of a FileStreamSink's output.
 pub fn record_value(id: u64) -> String {
@@ -180,6 +181,69 @@ pub fn offset_poller(addrs: Vec<String>, name: &str, seed: u64) -> Background<Ve
             std::thread::sleep(Duration::from_millis(200));
         }
         events
+    })
+}
+
+/// A node that did not answer its status in time, and where its threads were then.
+#[derive(Clone, Debug)]
+pub struct Silence {
+    pub node: u64,
+    pub pid: u32,
+    /// When the question was asked (the harness's time of day).
+    pub asked: String,
+    pub stacks: String,
+}
+
+/// What the freeze sampler saw.
+#[derive(Clone, Debug, Default)]
+pub struct Samples {
+    /// Questions asked of running, unpaused nodes.
+    pub asked: usize,
+    /// The slowest answer.
+    pub slowest: Duration,
+    pub silences: Vec<Silence>,
+}
+
+/// Ask every running node for its status in turn, each within `bound`, until stopped; a node
+/// that does not answer (and was neither paused, stopped nor restarted meanwhile, nor resumed
+/// or started less than `bound` before) is recorded with every thread's stack at that moment.
+pub fn freeze_sampler(processes: Processes, bound: Duration) -> Background<Samples> {
+    Background::spawn(move |stop| {
+        let probe = Probe::new();
+        let mut samples = Samples::default();
+        while !stop.load(Ordering::Relaxed) {
+            for (id, process) in processes.now() {
+                let asked = Instant::now();
+                let Some(since) = process.running_since else {
+                    continue;
+                };
+                if asked.duration_since(since) < bound {
+                    continue;
+                }
+                let answered = probe.answers(&process.api, bound);
+                // Paused, ended or restarted meanwhile: its silence is the nemesis's doing.
+                if processes.get(id).as_ref() != Some(&process) {
+                    continue;
+                }
+                samples.asked += 1;
+                samples.slowest = samples.slowest.max(asked.elapsed());
+                if !answered && !samples.silences.iter().any(|s| s.pid == process.pid) {
+                    let silence = Silence {
+                        node: id,
+                        pid: process.pid,
+                        asked: crate::time_of_day(),
+                        stacks: crate::stacks(process.pid),
+                    };
+                    crate::say(format!(
+                        "FREEZE? node {id} (pid {}) did not answer its status within {bound:?}; its threads:\n{}",
+                        silence.pid, silence.stacks
+                    ));
+                    samples.silences.push(silence);
+                }
+            }
+            std::thread::sleep(Duration::from_millis(500));
+        }
+        samples
     })
 }
 
