@@ -15,7 +15,16 @@ pub const EXIT_CODE: i32 = 70;
 pub fn exit(reason: impl Display) -> ! {
     tracing::error!(%reason, "fatal: exiting");
     eprintln!("ferryd: fatal: {reason}");
-    std::process::exit(EXIT_CODE)
+    exit_now(EXIT_CODE)
+}
+
+/// End the process at once with `code`, running no exit handler: a crashing node has nothing
+/// to clean up (its log is written unbuffered, its state is in Raft), and a C library's
+/// handler (OpenSSL's cleanup, say) could wait on what another thread of the process still
+/// holds, leaving a node that neither serves nor ends.
+pub fn exit_now(code: i32) -> ! {
+    // SAFETY: `_exit` ends the process; nothing of it runs afterwards.
+    unsafe { libc::_exit(code) }
 }
 
 /// Watch the Raft core until the node shuts down; if it stops first, exit.

@@ -154,15 +154,13 @@ fn watch_over(shared: &Shared, freeze: Duration, bound: Duration) {
     }
 }
 
-/// Write every thread's stack to the log and exit with [`EXIT_CODE`], without running exit
-/// handlers (one could wait on a lock a frozen thread holds).
+/// Write every thread's stack to the log and exit with [`EXIT_CODE`].
 fn end(verdict: &Verdict) -> ! {
     error!(%verdict, "watchdog: the node cannot go on; writing every thread's stack, then exiting");
     let stacks = stacks();
     error!(%verdict, "watchdog: every thread's stack:\n{stacks}");
     eprintln!("ferryd: watchdog: {verdict}: exiting with code {EXIT_CODE}");
-    // SAFETY: `_exit` ends the process at once; nothing of this process runs after it.
-    unsafe { libc::_exit(EXIT_CODE) }
+    crate::fatal::exit_now(EXIT_CODE)
 }
 
 /// Every thread of this process: its name and state as the kernel shows them, then its stack
