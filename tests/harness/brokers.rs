@@ -70,7 +70,8 @@ pub const SHARED: &str = "FERRY_TEST_KAFKA";
 fn java(main_class: &str) -> Command {
     let jvm = std::env::var("FERRY_KAFKA_JVM_OPTS").unwrap_or_else(|_| TEST_JVM.to_string());
     let mut cmd = Command::new("java");
-    cmd.args(jvm.split_whitespace())
+    crate::dies_with_parent(&mut cmd)
+        .args(jvm.split_whitespace())
         .arg("-cp")
         .arg(format!("{}/*", libs().display()))
         .arg(main_class);

@@ -116,7 +116,7 @@ impl KafkaConnect {
         let out = std::fs::File::create(&log).expect("Kafka Connect's log file");
         let err = out.try_clone().expect("Kafka Connect's log file");
         let jvm = std::env::var("FERRY_CONNECT_JVM_OPTS").unwrap_or_else(|_| TEST_JVM.to_string());
-        let child = Command::new("java")
+        let child = crate::dies_with_parent(&mut Command::new("java"))
             .args(jvm.split_whitespace())
             .args(jvm_args)
             .arg(format!("-Dlog4j2.configurationFile={}", logging.display()))

@@ -199,18 +199,19 @@ impl Hdfs {
             self.hadoop.jars().display()
         );
         let mut java = Command::new("java");
-        java.args([
-            "--add-opens=java.base/java.lang=ALL-UNNAMED",
-            "--add-opens=java.base/java.nio=ALL-UNNAMED",
-            "--add-opens=java.base/sun.nio.ch=ALL-UNNAMED",
-            "-Xmx256m",
-            "-cp",
-        ])
-        .arg(classpath)
-        .env("HADOOP_USER_NAME", "ferry")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(log);
+        crate::dies_with_parent(&mut java)
+            .args([
+                "--add-opens=java.base/java.lang=ALL-UNNAMED",
+                "--add-opens=java.base/java.nio=ALL-UNNAMED",
+                "--add-opens=java.base/sun.nio.ch=ALL-UNNAMED",
+                "-Xmx256m",
+                "-cp",
+            ])
+            .arg(classpath)
+            .env("HADOOP_USER_NAME", "ferry")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(log);
         java
     }
 

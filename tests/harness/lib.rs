@@ -114,6 +114,20 @@ fn non_ephemeral_ports() -> (u16, u16) {
     }
 }
 
+/// Have `command`'s process killed when the thread that starts it ends (prctl's parent-death
+/// signal), so that no node or JVM outlives the test or tool that started it, however that
+/// ends.
+pub fn dies_with_parent(command: &mut Command) -> &mut Command {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: between fork and exec the child makes one system call (prctl), which is
+    // async-signal-safe, and touches no memory of the parent's.
+    unsafe {
+        command.pre_exec(|| {
+            nix::sys::prctl::set_pdeathsig(Signal::SIGKILL).map_err(std::io::Error::from)
+        })
+    }
+}
+
 /// Within how long a node told to stop exits: ferryd's `[worker] shutdown_timeout_ms` default.
 pub const SHUTDOWN_BOUND: Duration = Duration::from_secs(30);
 /// How long a node's watchdog may take to write every thread's stack before it exits.
@@ -589,7 +603,7 @@ impl Cluster {
             .expect("cannot open a node log");
         let err = log.try_clone().expect("cannot clone a log handle");
         fs::create_dir_all(&node.work_dir).expect("cannot create a node work dir");
-        let child = Command::new(bin("ferryd"))
+        let child = dies_with_parent(&mut Command::new(bin("ferryd")))
             .current_dir(&node.work_dir)
             .arg("--config")
             .arg(&node.config)
