@@ -357,16 +357,20 @@ async fn two_tasks_on_a_shared_consumer(kafka: &Kafka) {
     let pool = Arc::new(Consumers::new(Duration::from_secs(1)));
     let mut stalled = pool
         .task(&config("stalled"), &[p(0)])
+        .await
         .expect("a task consumer");
     let mut flowing = pool
         .task(&config("flowing"), &[p(1)])
+        .await
         .expect("a task consumer");
     assert_eq!(pool.open(), 1, "both tasks on one consumer");
     stalled
         .assign(&[(p(0), Offset::Offset(0))])
+        .await
         .expect("assign p0");
     flowing
         .assign(&[(p(1), Offset::Offset(0))])
+        .await
         .expect("assign p1");
 
     // One task takes a record and then none: the other reads everything, and its partition's
@@ -393,10 +397,12 @@ async fn two_tasks_on_a_shared_consumer(kafka: &Kafka) {
     // its own: a partition is assigned once per consumer.
     let mut again = pool
         .task(&config("again"), &[p(0)])
+        .await
         .expect("a task consumer");
     assert_eq!(pool.open(), 2, "a second consumer for a partition held");
     again
         .assign(&[(p(0), Offset::Offset(RECORDS as i64 - 1))])
+        .await
         .expect("assign");
     assert_eq!(read(&again, 0, 1).await, [RECORDS as i64 - 1]);
 

@@ -13,6 +13,8 @@ use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
 use rdkafka::client::DefaultClientContext;
 use rdkafka::types::RDKafkaErrorCode;
 use rdkafka::ClientConfig;
+
+use crate::kafka::OffRuntime;
 use tracing::info;
 
 use crate::kafka::KafkaSettings;
@@ -89,7 +91,7 @@ pub fn admin_client(
 /// its first record.
 pub struct SourceTopics {
     rules: TopicCreation,
-    admin: AdminClient<DefaultClientContext>,
+    admin: OffRuntime<AdminClient<DefaultClientContext>>,
     known: HashSet<String>,
 }
 
@@ -98,7 +100,7 @@ impl SourceTopics {
     pub fn new(rules: TopicCreation, admin: AdminClient<DefaultClientContext>) -> Self {
         SourceTopics {
             rules,
-            admin,
+            admin: OffRuntime::new(admin),
             known: HashSet::new(),
         }
     }

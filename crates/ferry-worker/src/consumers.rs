@@ -22,6 +22,13 @@
 //! A partition is assigned once per consumer: a task whose partitions another task of the
 //! same config still holds (two connectors reading one topic, or a task's next run starting
 //! while its last is closing) gets another consumer. A consumer with no task left is closed.
+//!
+//! No async thread waits on librdkafka here: a task's consumer is made, assigned, unassigned
+//! and closed on the runtime's blocking threads ([`crate::kafka::off_runtime`]; librdkafka's
+//! assignment calls wait for its own thread without a bound), and a seek is asked, not waited
+//! for. The pool's lock and the group clients' lock are never held together nor across an
+//! await; making a group client (on its first commit) holds the latter while librdkafka starts
+//! the client's threads.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -40,6 +47,7 @@ use tokio::sync::oneshot;
 use tracing::{debug, info, warn};
 
 use crate::clients::SharedConsumerConfig;
+use crate::kafka::{off_runtime, OffRuntime};
 use crate::librdkafka::{self, BatchQueue, RawMessage};
 
 /// How long a group's offsets are asked for, or committed, before the call fails.
@@ -70,29 +78,8 @@ type GroupList = (Instant, Arc<HashSet<String>>);
 /// A consumer of one group that is assigned nothing: it reads and commits the group's offsets.
 struct GroupClient {
     group: String,
-    /// `None` once it is being closed.
-    consumer: Option<BaseConsumer>,
-}
-
-impl GroupClient {
-    fn consumer(&self) -> &BaseConsumer {
-        self.consumer
-            .as_ref()
-            .expect("a group client's consumer is taken only when it is dropped")
-    }
-}
-
-impl Drop for GroupClient {
-    fn drop(&mut self) {
-        // Closing a consumer of a group blocks until librdkafka has closed it: off the async
-        // threads when there are some.
-        if let Some(consumer) = self.consumer.take() {
-            match tokio::runtime::Handle::try_current() {
-                Ok(runtime) => drop(runtime.spawn_blocking(move || drop(consumer))),
-                Err(_) => drop(consumer),
-            }
-        }
-    }
+    /// Closing a consumer of a group waits until librdkafka has closed it.
+    consumer: OffRuntime<BaseConsumer>,
 }
 
 /// A consumer of the pool and the partitions its tasks hold.
@@ -211,7 +198,7 @@ impl Consumers {
         };
         let client = Arc::new(GroupClient {
             group: group.clone(),
-            consumer: Some(config.client_config().create()?),
+            consumer: OffRuntime::new(config.client_config().create()?),
         });
         groups.insert(key.clone(), (client.clone(), Instant::now()));
         Ok(client)
@@ -299,8 +286,20 @@ impl Consumers {
     }
 
     /// A consumer of `partitions` for a task of `config`, not assigned them yet (see
-    /// [`TaskConsumer::assign`]).
-    pub fn task(
+    /// [`TaskConsumer::assign`]). Made on a blocking thread: making a librdkafka consumer
+    /// starts its threads and waits for them.
+    pub async fn task(
+        self: &Arc<Self>,
+        config: &SharedConsumerConfig,
+        partitions: &[TopicPartition],
+    ) -> Result<TaskConsumer, ConnectError> {
+        let (pool, config, partitions) = (self.clone(), config.clone(), partitions.to_vec());
+        tokio::task::spawn_blocking(move || pool.make_task(&config, &partitions))
+            .await
+            .map_err(|e| ConnectError::retriable(format!("a task's consumer: {e}")))?
+    }
+
+    fn make_task(
         self: &Arc<Self>,
         config: &SharedConsumerConfig,
         partitions: &[TopicPartition],
@@ -420,20 +419,22 @@ impl TaskConsumer {
         librdkafka::cached_high_watermark(self.shared.consumer.client(), tp)
     }
 
-    /// Consume `tp` again from `offset`.
+    /// Consume `tp` again from `offset`. The seek is asked, not waited for (librdkafka's
+    /// version barrier keeps every message fetched before it from the task); a seek that
+    /// fails is reported as the consumer's error on the task's queue.
     pub fn seek(&self, tp: &TopicPartition, offset: i64) -> KafkaResult<()> {
         self.shared.consumer.seek(
             &tp.topic,
             tp.partition,
             Offset::Offset(offset),
-            Duration::from_secs(10),
+            Duration::ZERO,
         )
     }
 
     /// Commit `offsets` to the task's group, without waiting.
     pub fn commit_group(&self, offsets: &HashMap<TopicPartition, i64>) -> KafkaResult<()> {
         let client = self.pool.group(&self.group)?;
-        let consumer = client.consumer();
+        let consumer = &client.consumer;
         // Serve what earlier commits left on the client's queue (their results); it fetches
         // nothing, so no message is ever there.
         while let Some(event) = consumer.poll(Duration::ZERO) {
@@ -470,7 +471,7 @@ impl TaskConsumer {
         }
         let group = self.pool.group(&self.group)?;
         let asked = tokio::task::spawn_blocking(move || {
-            group.consumer().committed_offsets(tpl, GROUP_CALL_TIMEOUT)
+            group.consumer.committed_offsets(tpl, GROUP_CALL_TIMEOUT)
         })
         .await
         .map_err(|_| KafkaError::Canceled)
@@ -492,13 +493,17 @@ impl TaskConsumer {
         &self.group.0
     }
 
-    /// Assign the task's partitions, each from its offset.
-    pub fn assign(&mut self, from: &[(TopicPartition, Offset)]) -> KafkaResult<()> {
+    /// Assign the task's partitions, each from its offset. librdkafka's assignment waits for
+    /// its own thread without a bound: it is made on a blocking thread.
+    pub async fn assign(&mut self, from: &[(TopicPartition, Offset)]) -> KafkaResult<()> {
         let mut assignment = TopicPartitionList::new();
         for (tp, offset) in from {
             assignment.add_partition_offset(&tp.topic, tp.partition, *offset)?;
         }
-        self.shared.consumer.incremental_assign(&assignment)?;
+        let consumer = self.shared.consumer.clone();
+        tokio::task::spawn_blocking(move || consumer.incremental_assign(&assignment))
+            .await
+            .map_err(|_| KafkaError::Canceled)??;
         self.assigned = true;
         debug!(
             consumer = self.shared.id,
@@ -519,10 +524,10 @@ impl Drop for TaskConsumer {
             partitions: std::mem::take(&mut self.partitions),
             assigned: self.assigned,
         };
-        // On the dropping thread: unassigning on another thread while other tasks use the
-        // same consumer was followed by a node that stopped answering in a fault-suite run
-        // (not understood yet); done here, as the task's own last step, it never was.
-        going.end();
+        // librdkafka's unassignment waits for its own thread without a bound: never on an
+        // async thread. The partitions stay held until it is done, so that no task is given
+        // them on this consumer meanwhile.
+        off_runtime(move || going.end());
     }
 }
 

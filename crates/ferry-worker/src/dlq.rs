@@ -12,6 +12,8 @@ use ferry_connect::error_handling::{context_headers, ErrorSettings, FailureConte
 use ferry_connect::ConnectError;
 use rdkafka::message::{Header as KafkaHeader, Headers, Message, OwnedHeaders};
 use rdkafka::producer::{DeliveryFuture, FutureProducer, FutureRecord};
+
+use crate::kafka::OffRuntime;
 use tracing::debug;
 
 use crate::admin::{admin_client, create_topic, NewTopicSpec};
@@ -88,7 +90,7 @@ pub trait DeadLetterQueue: Send + Sync {
 pub struct DeadLetters {
     topic: String,
     context_headers: bool,
-    producer: FutureProducer,
+    producer: OffRuntime<FutureProducer>,
     in_flight: Mutex<Vec<DeliveryFuture>>,
 }
 
@@ -123,7 +125,7 @@ impl DeadLetters {
         Ok(Some(DeadLetters {
             topic,
             context_headers: settings.context_headers,
-            producer,
+            producer: OffRuntime::new(producer),
             in_flight: Mutex::new(Vec::new()),
         }))
     }

@@ -35,6 +35,47 @@ impl KafkaSettings {
     }
 }
 
+/// Run `work` — a librdkafka call that waits: a consumer's close, a producer's flush, an
+/// assignment, each of which joins threads or waits for librdkafka's own — on the async
+/// runtime's blocking threads when called on the runtime, else here. An async thread never
+/// waits on librdkafka: with a worker thread per core, two such waits (or one that never ends)
+/// would leave the node's runtime running nothing.
+pub fn off_runtime(work: impl FnOnce() + Send + 'static) {
+    match tokio::runtime::Handle::try_current() {
+        Ok(runtime) => drop(runtime.spawn_blocking(work)),
+        Err(_) => work(),
+    }
+}
+
+/// A librdkafka client whose drop waits (a consumer closes, a producer flushes, each joins its
+/// threads): dropped through [`off_runtime`].
+pub struct OffRuntime<T: Send + 'static>(Option<T>);
+
+impl<T: Send + 'static> OffRuntime<T> {
+    /// Own `client`.
+    pub fn new(client: T) -> Self {
+        OffRuntime(Some(client))
+    }
+}
+
+impl<T: Send + 'static> std::ops::Deref for OffRuntime<T> {
+    type Target = T;
+
+    fn deref(&self) -> &T {
+        self.0
+            .as_ref()
+            .expect("the client is taken only when it is dropped")
+    }
+}
+
+impl<T: Send + 'static> Drop for OffRuntime<T> {
+    fn drop(&mut self) {
+        if let Some(client) = self.0.take() {
+            off_runtime(move || drop(client));
+        }
+    }
+}
+
 /// A metadata client (a consumer that never consumes).
 pub struct Metadata {
     consumer: BaseConsumer,

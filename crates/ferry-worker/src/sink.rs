@@ -593,7 +593,7 @@ async fn consumer(
         .filter(|tp| !from.contains_key(*tp))
         .cloned()
         .collect();
-    let mut consumer = ctx.consumers.task(&config, partitions)?;
+    let mut consumer = ctx.consumers.task(&config, partitions).await?;
     let group = if unknown.is_empty() {
         BTreeMap::new()
     } else {
@@ -625,6 +625,7 @@ async fn consumer(
     }
     consumer
         .assign(&assignment)
+        .await
         .map_err(|e| kafka_error("assign", e))?;
     Ok((consumer, group))
 }

@@ -21,6 +21,8 @@ use ferry_meta::state::{Command, SourceOffset, TargetState};
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::message::{Header as KafkaHeader, Message, OwnedHeaders, OwnedMessage};
 use rdkafka::producer::{BaseRecord, DeliveryResult, Producer, ProducerContext, ThreadedProducer};
+
+use crate::kafka::OffRuntime;
 use rdkafka::ClientContext;
 use tokio::sync::{watch, Notify};
 use tracing::{debug, info, instrument};
@@ -75,7 +77,7 @@ pub trait SourceProducer: Send + Sync {
 /// loop only ever waits for all it has sent (to commit, or to make room), so a delivery report
 /// costs a count, and only a refused record is kept (a future per record, with its channel,
 /// was a quarter of W3's CPU in ferryd).
-pub struct KafkaProducer(ThreadedProducer<Deliveries>);
+pub struct KafkaProducer(OffRuntime<ThreadedProducer<Deliveries>>);
 
 /// The delivery reports of a producer, as its polling thread hands them over.
 #[derive(Default)]
@@ -212,11 +214,11 @@ impl SourceLoop<KafkaProducer, UnitCtx> {
         let kafka = ctx.kafka()?;
         let pipeline = Pipeline::of_unit(&ctx, &kafka, true).await?;
         let config = crate::clients::for_unit(&kafka, crate::clients::Role::Producer, &ctx)?;
-        let producer = KafkaProducer(
+        let producer = KafkaProducer(OffRuntime::new(
             config
                 .create_with_context(Deliveries::default())
                 .map_err(|e| ConnectError::fatal(format!("cannot create a Kafka producer: {e}")))?,
-        );
+        ));
         let topics = match TopicCreation::from_config(&ctx.connector_config) {
             Ok(None) => None,
             Ok(Some(rules)) => {
