@@ -4,7 +4,5 @@
 set -euo pipefail
 if [ -x /usr/lib/chromium/chromium ] || command -v chromium >/dev/null; then exit 0; fi
 start=$(date +%s)
-export DEBIAN_FRONTEND=noninteractive
-apt-get install -y --no-install-recommends chromium >/dev/null 2>&1 \
-  || { apt-get update >/dev/null && apt-get install -y --no-install-recommends chromium >/dev/null; }
+"$(dirname "$0")/apt-install.sh" --no-install-recommends chromium
 echo "installed Chromium in $(( $(date +%s) - start )) s"

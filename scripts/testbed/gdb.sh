@@ -4,7 +4,5 @@
 set -euo pipefail
 if command -v gdb >/dev/null; then exit 0; fi
 start=$(date +%s)
-export DEBIAN_FRONTEND=noninteractive
-apt-get install -y --no-install-recommends gdb >/dev/null 2>&1 \
-  || { apt-get update >/dev/null && apt-get install -y --no-install-recommends gdb >/dev/null; }
+"$(dirname "$0")/apt-install.sh" --no-install-recommends gdb
 echo "installed gdb in $(( $(date +%s) - start )) s"

@@ -3,6 +3,5 @@
 set -euo pipefail
 if command -v kcat >/dev/null 2>&1; then exit 0; fi
 start=$(date +%s)
-export DEBIAN_FRONTEND=noninteractive
-apt-get install -y kcat >/dev/null 2>&1 || { apt-get update >/dev/null && apt-get install -y kcat >/dev/null; }
+"$(dirname "$0")/apt-install.sh" kcat
 echo "installed kcat in $(( $(date +%s) - start )) s"

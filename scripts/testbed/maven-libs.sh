@@ -13,9 +13,7 @@ missing=()
 command -v java >/dev/null 2>&1 || missing+=(openjdk-17-jdk-headless)
 command -v mvn >/dev/null 2>&1 || missing+=(maven)
 if [ ${#missing[@]} -gt 0 ]; then
-  export DEBIAN_FRONTEND=noninteractive
-  apt-get install -y "${missing[@]}" >/dev/null 2>&1 \
-    || { apt-get update >/dev/null && apt-get install -y "${missing[@]}" >/dev/null; }
+  "$(dirname "$0")/apt-install.sh" "${missing[@]}"
 fi
 rm -rf "$libs"
 mkdir -p "$libs"

@@ -5,7 +5,6 @@
 set -euo pipefail
 if ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 && command -v psql >/dev/null; then exit 0; fi
 start=$(date +%s)
-export DEBIAN_FRONTEND=noninteractive
-apt-get install -y postgresql >/dev/null 2>&1 || { apt-get update >/dev/null && apt-get install -y postgresql >/dev/null; }
+"$(dirname "$0")/apt-install.sh" postgresql
 service postgresql stop >/dev/null 2>&1 || true
 echo "installed PostgreSQL in $(( $(date +%s) - start )) s"

@@ -5,8 +5,6 @@
 set -euo pipefail
 if command -v prometheus >/dev/null; then exit 0; fi
 start=$(date +%s)
-export DEBIAN_FRONTEND=noninteractive
-apt-get install -y --no-install-recommends prometheus >/dev/null 2>&1 \
-  || { apt-get update >/dev/null && apt-get install -y --no-install-recommends prometheus >/dev/null; }
+"$(dirname "$0")/apt-install.sh" --no-install-recommends prometheus
 service prometheus stop >/dev/null 2>&1 || true
 echo "installed Prometheus in $(( $(date +%s) - start )) s"
