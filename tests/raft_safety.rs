@@ -5,6 +5,7 @@
 use std::fs;
 use std::time::Duration;
 
+use ferry_tests::jepsen::workload::FreezeSampler;
 use ferry_tests::{members, say, wait_for, Cluster, Settings, Signal, WATCHDOG_EXIT};
 use serde_json::Value;
 
@@ -290,6 +291,18 @@ fn a_node_that_cannot_stop_on_sigterm_writes_its_stacks_and_exits() {
     wait_for("the runtime blocked", BOOT, || {
         (cluster.log_count(1, &["blocking every thread"]) > 0).then_some(())
     });
+    // The fault suite's freeze sampler names the node that no longer answers, with its stacks.
+    let sampler = FreezeSampler::start(cluster.processes.clone(), Duration::from_secs(2));
+    let silence = wait_for("the sampler to find the node silent", BOOT, || {
+        sampler.now().silences.first().cloned()
+    });
+    sampler.finish();
+    assert_eq!(silence.node, 1);
+    assert!(
+        silence.stacks.contains("freeze_on"),
+        "the sampler's stacks show where the runtime blocks: {}",
+        silence.stacks
+    );
     cluster.signal(1, Signal::SIGTERM);
     let code = cluster.wait_exit(1, Duration::from_secs(90));
     assert_eq!(code, Some(WATCHDOG_EXIT), "the watchdog's exit code");

@@ -14,7 +14,7 @@ use super::linearizable::{check, ConfigRegister};
 use super::nemesis::Nemesis;
 use super::replay::{replay, Replayed};
 use super::rng::Rng;
-use super::workload::{freeze_sampler, offset_poller, producer, record_id, Samples};
+use super::workload::{offset_poller, producer, record_id, FreezeSampler, Samples};
 use crate::hdfs::{Hadoop, Hdfs};
 use crate::postgres::Postgres;
 use crate::{lines_in_work_dirs, say, wait_for, Cluster, Kafka, Settings, Signal};
@@ -1547,7 +1547,7 @@ pub fn run(s: &Scenario) -> Summary {
     let until = started + s.duration;
     let producer = producer(&kafka.bootstrap, TOPIC, s.partitions, s.rate);
     let poller = offset_poller(addrs.clone(), SINK, rng.next_u64());
-    let sampler = freeze_sampler(cluster.processes.clone(), ANSWER_WITHIN);
+    let sampler = FreezeSampler::start(cluster.processes.clone(), ANSWER_WITHIN);
     let history: History = Arc::new(Mutex::new(Vec::new()));
     let keys: Vec<String> = (0..3).map(|k| format!("k{k}")).collect();
     let runtime = tokio::runtime::Builder::new_multi_thread()

@@ -3,7 +3,7 @@
 //! readers of what the sinks wrote.
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -204,47 +204,82 @@ pub struct Samples {
     pub silences: Vec<Silence>,
 }
 
-/// Ask every running node for its status in turn, each within `bound`, until stopped; a node
-/// that does not answer (and was neither paused, stopped nor restarted meanwhile, nor resumed
-/// or started less than `bound` before) is recorded with every thread's stack at that moment.
-pub fn freeze_sampler(processes: Processes, bound: Duration) -> Background<Samples> {
-    Background::spawn(move |stop| {
-        let probe = Probe::new();
-        let mut samples = Samples::default();
-        while !stop.load(Ordering::Relaxed) {
-            for (id, process) in processes.now() {
-                let asked = Instant::now();
-                let Some(since) = process.running_since else {
-                    continue;
-                };
-                if asked.duration_since(since) < bound {
-                    continue;
-                }
-                let answered = probe.answers(&process.api, bound);
-                // Paused, ended or restarted meanwhile: its silence is the nemesis's doing.
-                if processes.get(id).as_ref() != Some(&process) {
-                    continue;
-                }
-                samples.asked += 1;
-                samples.slowest = samples.slowest.max(asked.elapsed());
-                if !answered && !samples.silences.iter().any(|s| s.pid == process.pid) {
-                    let silence = Silence {
-                        node: id,
-                        pid: process.pid,
-                        asked: crate::time_of_day(),
-                        stacks: crate::stacks(process.pid),
+/// The freeze sampler: a thread that asks every running node for its status in turn, each
+/// within `bound`, until finished. A node that does not answer (and was neither paused,
+/// stopped nor restarted meanwhile, nor resumed or started less than `bound` before) is
+/// recorded with every thread's stack at that moment.
+pub struct FreezeSampler {
+    samples: Arc<Mutex<Samples>>,
+    background: Background<()>,
+}
+
+impl FreezeSampler {
+    /// Start sampling the nodes `processes` lists.
+    pub fn start(processes: Processes, bound: Duration) -> FreezeSampler {
+        let samples = Arc::new(Mutex::new(Samples::default()));
+        let record = samples.clone();
+        let background = Background::spawn(move |stop| {
+            let probe = Probe::new();
+            while !stop.load(Ordering::Relaxed) {
+                for (id, process) in processes.now() {
+                    let asked = Instant::now();
+                    let Some(since) = process.running_since else {
+                        continue;
                     };
-                    crate::say(format!(
-                        "FREEZE? node {id} (pid {}) did not answer its status within {bound:?}; its threads:\n{}",
-                        silence.pid, silence.stacks
-                    ));
-                    samples.silences.push(silence);
+                    if asked.duration_since(since) < bound {
+                        continue;
+                    }
+                    let asked_at = crate::time_of_day();
+                    let answered = probe.answers(&process.api, bound);
+                    // Paused, ended or restarted meanwhile: its silence is the nemesis's doing.
+                    if processes.get(id).as_ref() != Some(&process) {
+                        continue;
+                    }
+                    let known = {
+                        let mut samples = lock(&record);
+                        samples.asked += 1;
+                        samples.slowest = samples.slowest.max(asked.elapsed());
+                        samples.silences.iter().any(|s| s.pid == process.pid)
+                    };
+                    if !answered && !known {
+                        let silence = Silence {
+                            node: id,
+                            pid: process.pid,
+                            asked: asked_at,
+                            stacks: crate::stacks(process.pid),
+                        };
+                        crate::say(format!(
+                            "FREEZE? node {id} (pid {}) did not answer its status asked at {} within {bound:?}; its threads:\n{}",
+                            silence.pid, silence.asked, silence.stacks
+                        ));
+                        lock(&record).silences.push(silence);
+                    }
                 }
+                std::thread::sleep(Duration::from_millis(500));
             }
-            std::thread::sleep(Duration::from_millis(500));
+        });
+        FreezeSampler {
+            samples,
+            background,
         }
-        samples
-    })
+    }
+
+    /// What it has seen so far.
+    pub fn now(&self) -> Samples {
+        lock(&self.samples).clone()
+    }
+
+    /// Stop it; what it saw.
+    pub fn finish(self) -> Samples {
+        let samples = self.samples.clone();
+        self.background.finish();
+        let seen = lock(&samples).clone();
+        seen
+    }
+}
+
+fn lock(samples: &Mutex<Samples>) -> std::sync::MutexGuard<'_, Samples> {
+    samples.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 #[cfg(test)]
