@@ -718,6 +718,20 @@ properties = { "security.protocol" = "plaintext" }
     }
 
     #[test]
+    fn a_freeze_timeout_too_short_to_tell_a_busy_runtime_is_refused() {
+        let config = ClusterConfig::parse(GOOD).expect("parses");
+        assert_eq!(config.worker.freeze_timeout_ms, 10_000, "the default");
+        let short = format!("{GOOD}\n[worker]\nfreeze_timeout_ms = 500\n");
+        let problems = problems(&short);
+        assert!(
+            problems
+                .iter()
+                .any(|p| p.contains("worker.freeze_timeout_ms (500) must be at least 1000")),
+            "{problems:?}"
+        );
+    }
+
+    #[test]
     fn limits_default_and_are_checked() {
         let config = ClusterConfig::parse(GOOD).expect("parses");
         assert_eq!(config.limits, crate::limits::Limits::default());
