@@ -15,12 +15,14 @@
 //! its latest snapshot and openraft re-applies the committed entries after it from the log
 //! (the committed index is saved too, so that happens at once, without waiting for a leader).
 
+mod held;
 mod log;
 mod sm;
 
 use std::path::Path;
 
 pub use log::LogStore;
+pub use held::StateGuard;
 pub use sm::{AppliedState, SnapshotFacts, StateMachineStore, StateReader};
 
 use crate::error::MetaError;

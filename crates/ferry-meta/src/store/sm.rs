@@ -3,7 +3,7 @@
 
 use std::io::Cursor;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::sync::{Arc, Mutex};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use openraft::storage::RaftStateMachine;
@@ -11,6 +11,7 @@ use openraft::{EntryPayload, OptionalSend, RaftSnapshotBuilder, StorageIOError};
 use serde::{Deserialize, Serialize};
 use tokio::sync::watch;
 
+use super::held::{Applied, StateGuard, StateWriteGuard};
 use crate::error::MetaError;
 use crate::state::{ClusterState, Command, Outcome, Request, Response};
 use crate::types::{
@@ -75,15 +76,16 @@ pub struct SnapshotFacts {
 /// A read-only handle on the applied state, for the API and the reconcilers.
 #[derive(Clone)]
 pub struct StateReader {
-    inner: Arc<RwLock<AppliedState>>,
+    inner: Applied,
     applied: watch::Receiver<u64>,
     snapshot: Arc<Mutex<Option<SnapshotFacts>>>,
 }
 
 impl StateReader {
-    /// Read the applied state. The guard must not be held across an `.await`.
-    pub fn read(&self) -> RwLockReadGuard<'_, AppliedState> {
-        self.inner.read().unwrap_or_else(|p| p.into_inner())
+    /// Read the applied state. Drop the guard before reading it again (a second read on the
+    /// same thread panics: it could deadlock, see `store::held`).
+    pub fn read(&self) -> StateGuard<'_> {
+        self.inner.read()
     }
 
     /// Changes whenever this node applies entries: the index of the last one applied.
@@ -101,7 +103,7 @@ impl StateReader {
 pub struct StateMachineStore {
     db: sled::Db,
     snapshots: sled::Tree,
-    inner: Arc<RwLock<AppliedState>>,
+    inner: Applied,
     applied_tx: Arc<watch::Sender<u64>>,
     applied_rx: watch::Receiver<u64>,
     /// Makes snapshot ids unique even for the same last log id.
@@ -145,7 +147,7 @@ impl StateMachineStore {
         Ok(StateMachineStore {
             db: db.clone(),
             snapshots,
-            inner: Arc::new(RwLock::new(applied)),
+            inner: Applied::new(applied),
             applied_tx: Arc::new(tx),
             applied_rx: rx,
             snapshot_seq: Arc::new(AtomicU64::new(0)),
@@ -162,12 +164,12 @@ impl StateMachineStore {
         }
     }
 
-    fn write(&self) -> RwLockWriteGuard<'_, AppliedState> {
-        self.inner.write().unwrap_or_else(|p| p.into_inner())
+    fn write(&self) -> StateWriteGuard<'_> {
+        self.inner.write()
     }
 
-    fn read(&self) -> RwLockReadGuard<'_, AppliedState> {
-        self.inner.read().unwrap_or_else(|p| p.into_inner())
+    fn read(&self) -> StateGuard<'_> {
+        self.inner.read()
     }
 
     async fn store_snapshot(&self, stored: &StoredSnapshot) -> Result<(), StorageError> {

@@ -144,14 +144,21 @@ pub fn cluster_status(core: &Core) -> pb::ClusterStatusResponse {
         }
     };
     let formats = meta.reported_formats();
-    let rest_addrs: BTreeMap<u64, String> = meta
-        .state()
-        .read()
-        .state
-        .workers
-        .iter()
-        .map(|(id, w)| (*id, w.rest_url.clone()))
-        .collect();
+    // One read of the applied state, dropped at the end of this block.
+    let (cluster_id, feature_level, rest_addrs) = {
+        let applied = meta.state().read();
+        let state = &applied.state;
+        let rest_addrs: BTreeMap<u64, String> = state
+            .workers
+            .iter()
+            .map(|(id, w)| (*id, w.rest_url.clone()))
+            .collect();
+        (
+            state.cluster_id.clone().unwrap_or_default(),
+            state.feature_level(),
+            rest_addrs,
+        )
+    };
     let members = membership
         .nodes()
         .map(|(id, node)| pb::Member {
@@ -180,13 +187,7 @@ pub fn cluster_status(core: &Core) -> pb::ClusterStatusResponse {
         .map(|n| n.api_addr.clone())
         .unwrap_or_default();
     pb::ClusterStatusResponse {
-        cluster_id: meta
-            .state()
-            .read()
-            .state
-            .cluster_id
-            .clone()
-            .unwrap_or_default(),
+        cluster_id,
         node_id: metrics.id,
         leader_id: metrics.current_leader,
         leader_api_addr,
@@ -201,7 +202,7 @@ pub fn cluster_status(core: &Core) -> pb::ClusterStatusResponse {
         target_voters: core.target_voters() as u32,
         incarnation: meta.boot().incarnation.clone(),
         removed: meta.removed(),
-        feature_level: meta.state().read().state.feature_level(),
+        feature_level,
         format: ferry_meta::format::understood(),
         not_voting: {
             let standing = meta.standing();
