@@ -21,8 +21,8 @@ mod sm;
 
 use std::path::Path;
 
-pub use log::LogStore;
 pub use held::StateGuard;
+pub use log::LogStore;
 pub use sm::{AppliedState, SnapshotFacts, StateMachineStore, StateReader};
 
 use crate::error::MetaError;
