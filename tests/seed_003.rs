@@ -367,7 +367,8 @@ fn seed_003_source_to_sink_with_its_dlq_a_third_worker_and_a_kill_9_exactly_once
     };
     grows("inserted rows reaching the destination");
     // The victim: the follower running the most sink tasks, one without a source task if
-    // there is one — sources are at-least-once (DESIGN.md): a source task killed between a
+    // there is one — sources are at-least-once
+    // (docs/design.md#what-ferry-guarantees-and-what-it-does-not): a source task killed between a
     // delivery and its offset commit sends those rows again, which the seed's plain inserts
     // would then meet as duplicate keys. The source's own kill is in tests/jdbc_source.rs.
     let units_of = |id: u64, prefix: &str| {

@@ -91,7 +91,8 @@ impl Importance {
     }
 }
 
-/// Whether Ferry honours a property. Nothing is silently ignored (DESIGN.md).
+/// Whether Ferry honours a property. Nothing is silently ignored
+/// (docs/design.md#nothing-is-silently-ignored).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Support {
     /// Honoured.

@@ -56,7 +56,7 @@ impl HdfsSinkConnector {
 impl Connector for HdfsSinkConnector {
     /// `max_tasks` identical tasks (the scheduler gives each its partitions). On a local
     /// directory the connector first leaves a marker there that every task must see: a
-    /// directory that is not shared by all workers is refused (DESIGN.md).
+    /// directory that is not shared by all workers is refused (docs/design.md#the-storage-sink).
     fn task_configs(&self, max_tasks: usize) -> Result<Vec<Props>> {
         let mut props = self.props.clone();
         if let StoreUrl::Local(root) = &self.config.url {

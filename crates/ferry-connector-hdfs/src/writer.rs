@@ -1,4 +1,4 @@
-//! One topic partition's files, and the commit protocol of DESIGN.md for them: records go to
+//! One topic partition's files, and the commit protocol for them (docs/design.md#the-storage-sink): records go to
 //! temporary files (one per partition path); a rotation closes and syncs them, proposes "files
 //! tmp → final, offsets start → next" through Raft (compare-and-set on `start`), and renames
 //! only what Raft accepted. Each step that fails is driven again before anything else happens,

@@ -1,7 +1,7 @@
 //! PostgreSQL's SQL for the sink, as Confluent's `PostgreSqlDatabaseDialect` writes it:
 //! identifiers, column types of Connect schemas (auto.create, auto.evolve), the insert, upsert,
 //! update and delete statements with `$n` parameters, and the offsets table that fences a
-//! zombie task at the database (DESIGN.md "JDBC sink"). Pure: no connection here.
+//! zombie task at the database (docs/design.md#the-jdbc-sink). Pure: no connection here.
 
 use ferry_connect::{ConnectError, Logical, Result, Schema, SchemaType};
 

@@ -2,7 +2,7 @@
 //! form, the source's queries and offsets (bulk, incrementing, timestamp and both; tables
 //! listed again and spread over tasks), the sink's SQL (insert, upsert, update, delete,
 //! auto-create and auto-evolve) and its offsets table, which makes it exactly-once at the
-//! database (DESIGN.md "JDBC sink").
+//! database (docs/design.md#the-jdbc-sink).
 
 #![warn(missing_docs)]
 pub mod bind;

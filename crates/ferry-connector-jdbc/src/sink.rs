@@ -1,5 +1,5 @@
 //! `io.confluent.connect.jdbc.JdbcSinkConnector` for PostgreSQL, exactly-once at the database
-//! (DESIGN.md "JDBC sink"): each batch and the next offsets of its partitions commit in one
+//! (docs/design.md#the-jdbc-sink): each batch and the next offsets of its partitions commit in one
 //! transaction, and the offsets row of a partition is written only by a generation at least
 //! the row's, so a zombie task is fenced at the database. A starting task reads its offsets
 //! there and asks the runtime to consume from them, so records already written are never

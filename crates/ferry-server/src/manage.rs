@@ -1,5 +1,5 @@
 //! The management core: the rules of every management operation, whatever door the request
-//! came in by (DESIGN.md "One management core, several doors"). Writes go through the leader
+//! came in by (docs/design.md#one-management-core-several-doors). Writes go through the leader
 //! (forwarded by [`MetaNode::write_answer`]) with a request id, so that a retry applies once;
 //! reads are linearizable and say when the connector does not exist; configs are validated
 //! (plugins and limits) and their `name` rule enforced before anything is written; the offsets

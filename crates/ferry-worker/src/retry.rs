@@ -1,4 +1,4 @@
-//! The one retry layer of DESIGN.md for task methods: a failure classified retriable where it
+//! The one retry layer for task methods (docs/design.md#errors-one-retry-layer-nothing-dropped): a failure classified retriable where it
 //! arose is retried with exponential backoff within `errors.retry.timeout` (a few quick
 //! retries when it is 0); any other failure, or one that outlasts the timeout, fails the task.
 //! A unit asked to stop stops waiting.
