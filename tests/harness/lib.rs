@@ -1044,6 +1044,14 @@ impl Drop for Cluster {
         if std::env::var_os("FERRY_KEEP_LOGS").is_some() && !std::thread::panicking() {
             self.keep_logs();
         }
+        // A read of the applied state inside another freezes a node only when an apply comes
+        // between them, but panics every time (ferry_meta::store::HELD_TWICE): fail the test
+        // that ran it, whatever it asserted.
+        let held_twice = self.lines_with(ferry_meta::store::HELD_TWICE);
+        if !held_twice.is_empty() && !std::thread::panicking() {
+            self.keep_logs();
+            panic!("a node read the applied state inside another read of it:\n{held_twice:#?}");
+        }
         if std::thread::panicking() {
             // Keep the evidence: copy the logs out of the temp dir, print their tails.
             self.keep_logs();

@@ -28,6 +28,12 @@ thread_local! {
     static HELD: RefCell<Vec<usize>> = const { RefCell::new(Vec::new()) };
 }
 
+/// What a thread that asks for the applied state while it holds it panics with (the harness
+/// looks for it in every node's log).
+pub const HELD_TWICE: &str = "this thread asked for the applied state while it already holds \
+    it: that deadlocks as soon as an apply waits between the two (read the state once, and drop \
+    the guard before anything that reads it again)";
+
 /// The shared, locked applied state of one node.
 #[derive(Clone, Default)]
 pub(crate) struct Applied(Arc<RwLock<AppliedState>>);
@@ -65,12 +71,7 @@ impl Held {
         let key = applied.key();
         HELD.with(|held| {
             let mut held = held.borrow_mut();
-            assert!(
-                !held.contains(&key),
-                "this thread asked for the applied state while it already holds it: that \
-                 deadlocks as soon as an apply waits between the two (read the state once, \
-                 and drop the guard before anything that reads it again)"
-            );
+            assert!(!held.contains(&key), "{HELD_TWICE}");
             held.push(key);
         });
         Held(key)

@@ -21,7 +21,7 @@ mod sm;
 
 use std::path::Path;
 
-pub use held::StateGuard;
+pub use held::{StateGuard, HELD_TWICE};
 pub use log::LogStore;
 pub use sm::{AppliedState, SnapshotFacts, StateMachineStore, StateReader};
 
