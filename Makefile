@@ -51,7 +51,7 @@ bench:
 	FERRY_KAFKA_JVM_OPTS="-Xms1g -Xmx1g -XX:+UseG1GC" FERRY_BIN_DIR=$(CURDIR)/target/release $(CURDIR)/target/release/ferry-bench
 
 # The fault suite's matrix: every nemesis x every sink x three seeds, one scenario at a time
-# (see README "Reliability"). Narrow it with ARGS, e.g. ARGS="--nemesis pause --seed 7 --duration 20".
+# (see docs/reliability.md). Narrow it with ARGS, e.g. ARGS="--nemesis pause --seed 7 --duration 20".
 ARGS ?= --nemesis all --sink all --seed 1,2,3 --duration 40
 jepsen:
 	./scripts/testbed/kafka.sh

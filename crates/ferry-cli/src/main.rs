@@ -142,8 +142,8 @@ enum Cluster {
         #[arg(short = 'f', long)]
         file: PathBuf,
     },
-    /// Restore a backup into a cluster that has no connectors yet (see README, "Backup and
-    /// restore").
+    /// Restore a backup into a cluster that has no connectors yet (see
+    /// docs/operations.md#backup-and-restore).
     Restore {
         #[arg(short = 'f', long)]
         file: PathBuf,

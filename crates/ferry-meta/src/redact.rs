@@ -1,6 +1,7 @@
 //! Connector config maps and the one rule for which of their values are secrets.
 //!
-//! Secrets are stored as given (in the Raft log and sled, see the README), but never returned by
+//! Secrets are stored as given (in the Raft log and sled, see
+//! docs/design.md#what-ferry-guarantees-and-what-it-does-not), but never returned by
 //! the API, shown by the CLI or written to a log: `Debug` of a [`ConfigMap`] hides them, and
 //! [`ConfigMap::redacted`] is what every read path returns.
 

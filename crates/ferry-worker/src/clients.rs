@@ -3,7 +3,7 @@
 //! prefixed `producer.`, `consumer.` or `admin.` for that client only), then the connector's
 //! `producer.override.*`, `consumer.override.*` and `admin.override.*`, then what Ferry
 //! manages itself. The differences from Kafka Connect's base configs are deliberate and listed
-//! in README ("Kafka clients").
+//! in docs/compatibility.md#kafka-clients.
 //!
 //! Ferry's clients are librdkafka's: a property is given to librdkafka under its own name
 //! (a few Java names are translated); one librdkafka does not know is logged by name and not
