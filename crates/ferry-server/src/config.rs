@@ -611,6 +611,7 @@ impl ClusterConfig {
             snapshot_policy: openraft::SnapshotPolicy::LogsSinceLast(self.raft.snapshot_logs),
             max_in_snapshot_log_to_keep: self.raft.logs_to_keep,
             install_snapshot_timeout: 10_000,
+            max_payload_entries: MAX_PAYLOAD_ENTRIES,
             ..Default::default()
         }
     }
@@ -648,6 +649,13 @@ fn check_addr(field: &str, addr: &str, problems: &mut Vec<String>) {
         }
     }
 }
+
+/// The most log entries one AppendEntries carries. openraft waits for each one no longer than
+/// the heartbeat interval; with its default of 300 entries, a follower on a loaded machine
+/// could not take a burst of a big connector's assignments and reports within that, timed out,
+/// and was sent the same batch again for tens of seconds (its lease lost meanwhile). 32 keeps
+/// each request small enough to fit the interval.
+const MAX_PAYLOAD_ENTRIES: u64 = 32;
 
 #[cfg(test)]
 mod tests {
